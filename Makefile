@@ -1,0 +1,49 @@
+# Everything a fresh machine needs: `make demo` and `make test` create .venv and install.
+# torch==2.13.0 is installed first on purpose: it is a CPU build available locally, while an
+# unpinned torch (pulled in by transformers / sentence-transformers) would fetch a multi-GB
+# CUDA build.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.spurious-installed
+EXTRAS ?= encoder,hf,bench,test
+PYTEST_ARGS ?=
+
+.PHONY: demo test test-slow test-all lint format bench clean install
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	HF_HUB_OFFLINE=1 $(VENV)/bin/spurious demo --out runs/demo
+
+# The README's test command: everything except tests marked slow.
+test: $(STAMP)
+	HF_HUB_OFFLINE=1 $(VENV)/bin/pytest -m "not slow" $(PYTEST_ARGS)
+
+test-slow: $(STAMP)
+	HF_HUB_OFFLINE=1 $(VENV)/bin/pytest -m slow $(PYTEST_ARGS)
+
+test-all: $(STAMP)
+	HF_HUB_OFFLINE=1 $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format src tests bench
+	$(VENV)/bin/ruff check --fix src tests bench
+
+bench: $(STAMP)
+	HF_HUB_OFFLINE=1 $(PY) bench/bench_encode.py
+	HF_HUB_OFFLINE=1 $(PY) bench/bench_probe.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

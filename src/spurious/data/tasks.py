@@ -1,0 +1,71 @@
+"""Tasks and their canonical fields.
+
+A task fixes which text fields a row has and what its label is. Loaders map the
+columns of a source file onto these names (see :data:`FIELD_ALIASES`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Task:
+    """A supervised task: its text fields, and its default label names (if fixed)."""
+
+    name: str
+    text_fields: tuple[str, ...]
+    default_labels: tuple[str, ...] | None = None
+    #: Which text field was written by annotators given the label (the "elicited" one).
+    elicited_field: str | None = None
+    has_labels: bool = True
+
+
+TASKS: dict[str, Task] = {
+    "nli": Task(
+        "nli",
+        ("premise", "hypothesis"),
+        # GLUE / HF order, so integer labels 0/1/2 from HF datasets map correctly.
+        ("entailment", "neutral", "contradiction"),
+        elicited_field="hypothesis",
+    ),
+    "pair": Task("pair", ("text_a", "text_b")),
+    "text": Task("text", ("text",)),
+    # QA rows are labelled by answer spans, not by a class.
+    "qa": Task("qa", ("question", "context"), has_labels=False),
+}
+
+#: Column names recognised automatically when the canonical name is absent
+#: (SNLI/MNLI originals, CAD TSVs, GLUE TSVs, QQP/MRPC).
+FIELD_ALIASES: dict[str, tuple[str, ...]] = {
+    "premise": ("sentence1", "s1", "premise_text"),
+    "hypothesis": ("sentence2", "s2", "hypothesis_text"),
+    "text_a": ("sentence1", "question1", "text1", "#1 String"),
+    "text_b": ("sentence2", "question2", "text2", "#2 String"),
+    "text": ("sentence", "review", "document"),
+    "label": ("gold_label", "labels", "is_duplicate", "Quality"),
+    "id": ("pairID", "idx", "uid", "guid"),
+    "annotator_labels": ("annotator_labels",),
+    "group": ("captionID", "promptID"),
+}
+
+#: Label values that mean "no gold label" (SNLI writes "-" where annotators disagreed).
+NO_GOLD_LABELS: frozenset[str] = frozenset({"-", ""})
+
+
+def get_task(name: str) -> Task:
+    """Return the :class:`Task` called ``name``.
+
+    Examples
+    --------
+    >>> get_task("nli").text_fields
+    ('premise', 'hypothesis')
+    """
+    from spurious.exceptions import ParameterError
+
+    try:
+        return TASKS[name]
+    except KeyError:
+        raise ParameterError(
+            f"The 'task' parameter must be one of {sorted(TASKS)}. Got {name!r} instead."
+        ) from None

@@ -1,0 +1,319 @@
+"""Single-sentence (partial-input) label leakage: paper 003 (PECO) Sec. 2.1-2.2 and 3.1.
+
+Probes are trained in the paired condition (PSC, the full input) and in each
+single-sentence condition (SSC, e.g. hypothesis-only) and evaluated on the same
+examples. How far a partial-input probe beats the majority guess (Delta_maj, Eq. 4), how
+much of the full-input accuracy it recovers (%R_R, Eq. 5) and how often it agrees with the
+full-input probe (NBA, Eq. 7; NBR, Eq. 8) measure label leakage through part of the input.
+
+Deviations from the paper (see docs/methods/partial_input.md):
+
+- Probes on frozen features (tf-idf or MiniLM sentence embeddings) stand in for fine-tuned
+  RoBERTa-large; absolute accuracies are lower, the comparison between conditions is what
+  the metrics use.
+- Eq. 7 divides the agreement *ratio* Ag by |X| once more; read literally that would be
+  ~1/N. We divide the agreement *count* by |X| (NBA = fraction of examples where the two
+  probes agree), which is what the paper's numbers (0.5-0.8) show.
+- The majority baseline guesses the most frequent label of the *training* split.
+- 95% intervals come from a percentile bootstrap over evaluation examples (the trained
+  probes are fixed); they do not include training-seed variance.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+from sklearn.base import clone
+from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
+from tqdm.auto import tqdm
+
+from spurious.data.dataset import Dataset
+from spurious.detectors.base import Detector, DetectorOutput, register_detector
+from spurious.evaluate.bootstrap import bootstrap_interval, safe_ratio
+from spurious.exceptions import DetectorError
+from spurious.features import make_featurizer
+from spurious.models.sklearn_adapter import make_probe, predict_proba
+from spurious.utils.validation import Interval
+from spurious.views import View, get_view, standard_views
+
+
+def _acc(c, axis=-1):
+    return np.mean(c, axis=axis)
+
+
+def _delta_maj(c, m, axis=-1):
+    return np.mean(c, axis=axis) - np.mean(m, axis=axis)
+
+
+def _recovery(c_ssc, c_psc, axis=-1):
+    return safe_ratio(np.mean(c_ssc, axis=axis), np.mean(c_psc, axis=axis))
+
+
+def _nba(agree, axis=-1):
+    return np.mean(agree, axis=axis)
+
+
+def _nbr(agree, agree_correct, axis=-1):
+    return safe_ratio(np.mean(agree_correct, axis=axis), np.mean(agree, axis=axis))
+
+
+@register_detector
+class PartialInput(Detector):
+    """Partial-input (single-sentence) label leakage with bootstrap intervals.
+
+    Parameters
+    ----------
+    features : str or Featurizer, default="tfidf"
+        ``"bow"``, ``"tfidf"``, ``"minilm"`` (offline all-MiniLM-L6-v2 sentence
+        embeddings; two-field views get ``[u, v, |u-v|, u*v]``), a local model directory,
+        or a :class:`~spurious.features.Featurizer`.
+    probe : str or estimator, default="logistic"
+        See :func:`spurious.models.make_probe`.
+    conditions : list of str, optional
+        Partial views to test (default: every single-field view of the task, e.g.
+        ``premise_only`` and ``hypothesis_only``).
+    n_folds : int, default=5
+        Without an evaluation split, out-of-fold predictions from this many folds
+        (grouped by ``group`` when the data has one) score every example.
+    n_resamples : int, default=1000
+        Bootstrap resamples for the intervals.
+    confidence : float, default=0.95
+    issue_threshold : float, default=0.9
+        An example is flagged (``is_partial_input_issue``) when a partial-input probe
+        predicts its gold label with probability at least this.
+    n_top_examples : int, default=20
+        Most leaky examples kept for the report.
+    random_state : int, default=0
+
+    Examples
+    --------
+    >>> from spurious.data.synthetic import make_nli_artifacts
+    >>> data = make_nli_artifacts(n=600, artifact_rate=0.9, random_state=0).dataset
+    >>> train, test = data.split(0.3, random_state=0)
+    >>> res = PartialInput(n_resamples=200).run(train, test)
+    >>> res.metrics["delta_maj_hypothesis_only"] > 0.1
+    True
+    """
+
+    name: ClassVar[str] = "partial_input"
+    description: ClassVar[str] = (
+        "How much of the label a model can predict from part of the input "
+        "(hypothesis-only, premise-only, question-only) - PECO paper Sec. 2-3.1."
+    )
+    requires: ClassVar[tuple[str, ...]] = ("labels", "multi_field")
+    metric_docs: ClassVar[dict[str, str]] = {
+        "accuracy_full": "A_PSC (Eq. 2): accuracy of the full-input probe, [0, 1].",
+        "accuracy_<cond>": "A_SSC (Eq. 3): accuracy of the probe seeing only <cond>, [0, 1].",
+        "majority_accuracy": "Accuracy of always guessing the training split's majority label.",
+        "delta_maj_<cond>": "Delta_maj (Eq. 4) = A_SSC - majority accuracy; > 0 means leakage.",
+        "recovery_<cond>": "%R_R (Eq. 5) = A_SSC / A_PSC as a fraction (x100 for percent).",
+        "nba_<cond>": "NBA (Eq. 7): fraction of examples where SSC and PSC probes agree.",
+        "nbr_<cond>": "NBR (Eq. 8): of the examples where they agree, fraction both correct.",
+        "<metric>_ci_low / _ci_high": "Percentile bootstrap interval over evaluation examples.",
+        "max_delta_maj": "Largest Delta_maj over the partial conditions.",
+        "n_train": "Examples the probes were trained on (per fold when cross-fitting).",
+        "n_eval": "Examples scored.",
+        "n_issues": "Examples flagged is_partial_input_issue.",
+    }
+    score_columns: ClassVar[dict[str, str]] = {
+        "id": "Example id.",
+        "label": "Gold label.",
+        "pred_<cond>": "Label predicted by the probe seeing <cond> (full = PSC).",
+        "correct_<cond>": "Whether that prediction is the gold label.",
+        "p_gold_<cond>": "Probability that probe gives the gold label, [0, 1].",
+        "partial_input_score": "Max p_gold over partial conditions; higher = more leaky.",
+        "is_partial_input_issue": "A partial-input probe gives the gold label p >= threshold.",
+    }
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "features": [str, object],
+        "probe": [str, object],
+        "conditions": [list, tuple, None],
+        "n_folds": [Interval(Integral, 2, None, closed="left")],
+        "n_resamples": [Interval(Integral, 10, None, closed="left")],
+        "confidence": [Interval(Real, 0, 1, closed="neither")],
+        "issue_threshold": [Interval(Real, 0, 1, closed="both")],
+        "n_top_examples": [Interval(Integral, 0, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        features: Any = "tfidf",
+        probe: Any = "logistic",
+        conditions: list[str] | None = None,
+        n_folds: int = 5,
+        n_resamples: int = 1000,
+        confidence: float = 0.95,
+        issue_threshold: float = 0.9,
+        n_top_examples: int = 20,
+        random_state: int | None = 0,
+    ) -> None:
+        self.features = features
+        self.probe = probe
+        self.conditions = conditions
+        self.n_folds = n_folds
+        self.n_resamples = n_resamples
+        self.confidence = confidence
+        self.issue_threshold = issue_threshold
+        self.n_top_examples = n_top_examples
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------------------
+    def _views(self, dataset: Dataset) -> list[View]:
+        full = standard_views(dataset.task)["full"]
+        if self.conditions is None:
+            partial = [v for v in standard_views(dataset.task).values() if v.is_partial]
+        else:
+            partial = [get_view(dataset.task, c) for c in self.conditions]
+            if any(not v.is_partial for v in partial):
+                raise DetectorError(
+                    "The 'conditions' parameter lists partial views only; 'full' is always run."
+                )
+        return [full, *partial]
+
+    def _predict(self, train: Dataset, evaluate: Dataset, view: View, progress: bool) -> np.ndarray:
+        """Fit featurizer + probe on ``train``; class probabilities for ``evaluate``."""
+        featurizer = clone(make_featurizer(self.features))
+        X_train = featurizer.fit_transform(train, view, progress=progress)
+        X_eval = featurizer.transform(evaluate, view, progress=progress)
+        model = make_probe(self.probe, random_state=self.random_state)
+        model.fit(X_train, train.labels)
+        proba = predict_proba(model, X_eval)
+        # The probe only knows classes present in training; place them in label-id order.
+        full = np.zeros((len(evaluate), train.n_classes))
+        full[:, np.asarray(model.classes_, dtype=int)] = proba
+        return full
+
+    def _cross_fit(self, dataset: Dataset, view: View, progress: bool) -> np.ndarray:
+        y = dataset.labels
+        if dataset.groups is not None:
+            splitter = StratifiedGroupKFold(
+                self.n_folds, shuffle=True, random_state=self.random_state
+            )
+            folds = splitter.split(np.zeros(len(y)), y, groups=dataset.groups)
+        else:
+            splitter = StratifiedKFold(self.n_folds, shuffle=True, random_state=self.random_state)
+            folds = splitter.split(np.zeros(len(y)), y)
+        proba = np.zeros((len(dataset), dataset.n_classes))
+        for tr, te in folds:
+            proba[te] = self._predict(dataset.subset(tr), dataset.subset(te), view, progress)
+        return proba
+
+    def _run(
+        self, dataset: Dataset, eval_dataset: Dataset | None, *, progress: bool
+    ) -> DetectorOutput:
+        views = self._views(dataset)
+        counts = np.bincount(dataset.labels, minlength=dataset.n_classes)
+        if eval_dataset is None:
+            smallest = int(counts[counts > 0].min())
+            if smallest < self.n_folds:
+                raise DetectorError(
+                    f"Cross-fitting with n_folds={self.n_folds} needs at least {self.n_folds} "
+                    f"examples of every label; the rarest has {smallest}. Pass an evaluation "
+                    "split or lower n_folds."
+                )
+        evaluate = eval_dataset if eval_dataset is not None else dataset
+        y = evaluate.labels
+        names = np.asarray(dataset.label_names, dtype=object)
+
+        probas: dict[str, np.ndarray] = {}
+        for view in tqdm(views, desc="partial_input: conditions", disable=not progress):
+            if eval_dataset is None:
+                probas[view.name] = self._cross_fit(dataset, view, progress)
+            else:
+                probas[view.name] = self._predict(dataset, eval_dataset, view, progress)
+
+        preds = {c: p.argmax(axis=1) for c, p in probas.items()}
+        correct = {c: preds[c] == y for c in preds}
+        majority = int(np.argmax(counts))
+        maj_correct = (y == majority).astype(float)
+        boot = dict(
+            n_resamples=self.n_resamples, confidence=self.confidence, random_state=self.random_state
+        )
+        metrics: dict[str, float] = {}
+
+        def put(name: str, fn, arrays) -> None:
+            est, lo, hi = bootstrap_interval(fn, arrays, **boot)
+            metrics[name], metrics[f"{name}_ci_low"], metrics[f"{name}_ci_high"] = est, lo, hi
+
+        put("accuracy_full", _acc, [correct["full"].astype(float)])
+        put("majority_accuracy", _acc, [maj_correct])
+        partial = [v.name for v in views[1:]]
+        for c in partial:
+            c_ssc = correct[c].astype(float)
+            agree = (preds[c] == preds["full"]).astype(float)
+            put(f"accuracy_{c}", _acc, [c_ssc])
+            put(f"delta_maj_{c}", _delta_maj, [c_ssc, maj_correct])
+            put(f"recovery_{c}", _recovery, [c_ssc, correct["full"].astype(float)])
+            put(f"nba_{c}", _nba, [agree])
+            put(f"nbr_{c}", _nbr, [agree, agree * c_ssc])
+
+        rows = np.arange(len(evaluate))
+        scores = pd.DataFrame({"id": evaluate.ids, "label": names[y]})
+        for c in preds:
+            scores[f"pred_{c}"] = names[preds[c]]
+            scores[f"correct_{c}"] = correct[c]
+            scores[f"p_gold_{c}"] = probas[c][rows, y]
+        leak = np.max(np.stack([probas[c][rows, y] for c in partial]), axis=0)
+        scores["partial_input_score"] = leak
+        flagged = np.zeros(len(evaluate), dtype=bool)
+        for c in partial:
+            flagged |= correct[c] & (probas[c][rows, y] >= self.issue_threshold)
+        scores["is_partial_input_issue"] = flagged
+
+        deltas = {c: metrics[f"delta_maj_{c}"] for c in partial}
+        worst = max(deltas, key=deltas.get)
+        metrics["max_delta_maj"] = deltas[worst]
+        metrics["n_eval"] = float(len(evaluate))
+        per_fold = len(dataset) * (self.n_folds - 1) // self.n_folds
+        metrics["n_train"] = float(len(dataset) if eval_dataset is not None else per_fold)
+        metrics["n_issues"] = float(flagged.sum())
+
+        top = np.argsort(-leak, kind="stable")[: self.n_top_examples]
+        fields = list(dataset.task.text_fields)
+        top_examples = []
+        for i in top:
+            ex = {"id": str(evaluate.ids[i]), "label": str(names[y[i]])}
+            ex.update({f: evaluate.frame[f].iloc[i] for f in fields})
+            for c in preds:
+                ex[f"pred_{c}"] = str(names[preds[c][i]])
+                ex[f"p_gold_{c}"] = float(probas[c][i, y[i]])
+            ex["partial_input_score"] = float(leak[i])
+            top_examples.append(ex)
+
+        per_class = {
+            c: {
+                str(names[k]): float(correct[c][y == k].mean()) if (y == k).any() else None
+                for k in range(dataset.n_classes)
+            }
+            for c in preds
+        }
+        featurizer = make_featurizer(self.features)
+        summary = (
+            f"{worst}: accuracy {metrics[f'accuracy_{worst}']:.3f} vs majority "
+            f"{metrics['majority_accuracy']:.3f} (Delta_maj {deltas[worst]:+.3f} "
+            f"[{metrics[f'delta_maj_{worst}_ci_low']:+.3f}, "
+            f"{metrics[f'delta_maj_{worst}_ci_high']:+.3f}]); full input "
+            f"{metrics['accuracy_full']:.3f}; {int(flagged.sum())} leaky example(s)"
+        )
+        return DetectorOutput(
+            scores=scores,
+            metrics=metrics,
+            summary=summary,
+            details={
+                "conditions": [
+                    {"view": v.name, "fields": list(v.fields), "is_partial": v.is_partial}
+                    for v in views
+                ],
+                "label_names": list(dataset.label_names),
+                "majority_label": str(names[majority]),
+                "leakiest_condition": worst,
+                "per_class_accuracy": per_class,
+                "top_examples": top_examples,
+                "featurizer": featurizer.config(),
+                "mode": "eval_split" if eval_dataset is not None else f"{self.n_folds}-fold",
+            },
+        )

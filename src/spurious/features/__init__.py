@@ -1,0 +1,52 @@
+"""Featurizers: a view of a dataset -> a float32 matrix, with an on-disk cache."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from spurious.exceptions import ParameterError
+from spurious.features.base import Featurizer, check_features
+from spurious.features.lexical import LexicalFeaturizer
+
+#: Short names accepted by :func:`make_featurizer` and the CLI's ``--features``.
+FEATURIZERS = {
+    "bow": ("lexical", {"weighting": "binary", "ngram_max": 1}),
+    "tfidf": ("lexical", {"weighting": "tfidf", "ngram_max": 2}),
+    "minilm": ("encoder", {}),
+}
+
+
+def make_featurizer(spec: str | Featurizer = "tfidf", **kwargs: Any) -> Featurizer:
+    """A featurizer from a short name (``"bow"``, ``"tfidf"``, ``"minilm"``), a local model
+    directory (``"path/to/hf-model"``) or an existing :class:`Featurizer` (returned as is).
+
+    Examples
+    --------
+    >>> make_featurizer("bow").weighting
+    'binary'
+    """
+    if isinstance(spec, Featurizer):
+        return spec
+    if not isinstance(spec, str):
+        raise ParameterError(
+            f"The 'features' parameter must be one of {sorted(FEATURIZERS)}, a model "
+            f"directory, or a Featurizer. Got {type(spec).__name__} instead."
+        )
+    if spec in FEATURIZERS:
+        kind, defaults = FEATURIZERS[spec]
+    elif os.path.isdir(spec) or "/" in spec:  # a local model folder or an explicit hub name
+        kind, defaults = "encoder", {"model": spec}
+    else:
+        raise ParameterError(
+            f"The 'features' parameter must be one of {sorted(FEATURIZERS)}, a local model "
+            f"directory or a Hugging Face model name (org/name). Got {spec!r} instead."
+        )
+    if kind == "lexical":
+        return LexicalFeaturizer(**{**defaults, **kwargs})
+    from spurious.features.encoder import EncoderFeaturizer
+
+    return EncoderFeaturizer(**{**defaults, **kwargs})
+
+
+__all__ = ["FEATURIZERS", "Featurizer", "LexicalFeaturizer", "check_features", "make_featurizer"]

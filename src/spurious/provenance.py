@@ -1,0 +1,67 @@
+"""What every result records about how it was made: versions, seed, fingerprints, timings."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import platform
+import sys
+from dataclasses import asdict, dataclass, field, fields
+from importlib import metadata
+from typing import Any
+
+from spurious._version import __version__
+
+#: Dependencies whose versions are recorded with every result.
+TRACKED_PACKAGES = (
+    "numpy",
+    "scipy",
+    "scikit-learn",
+    "pandas",
+    "pyarrow",
+    "torch",
+    "transformers",
+    "datasets",
+)
+
+
+def dependency_versions() -> dict[str, str]:
+    """Installed versions of the tracked dependencies (missing ones are omitted)."""
+    out = {"python": sys.version.split()[0], "platform": platform.platform()}
+    for pkg in TRACKED_PACKAGES:
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def now_iso() -> str:
+    """Current UTC time, ISO 8601, second precision."""
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+@dataclass
+class Provenance:
+    """How a result was produced. Unknown keys are ignored on load (forward compatible)."""
+
+    library_version: str = __version__
+    seed: int | None = None
+    fingerprints: dict[str, str] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dependency_versions)
+    created: str = field(default_factory=now_iso)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Provenance:
+        # Missing fields load as "unknown", never as the *reader's* environment.
+        known = {f.name for f in fields(cls)}
+        values: dict[str, Any] = {
+            "library_version": "unknown",
+            "versions": {},
+            "created": "unknown",
+        }
+        values.update({k: v for k, v in d.items() if k in known})
+        return cls(**values)

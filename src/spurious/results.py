@@ -1,0 +1,158 @@
+"""The one result type every detector returns, and its on-disk form.
+
+On disk (inside a run directory, see ``docs/run-directory.md``)::
+
+    <dir>/metrics.json     flat {metric name: number}
+    <dir>/scores.parquet   one row per example, keyed by ``id``
+    <dir>/result.json      detector, status, params, provenance, summary, details
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from spurious._version import __version__
+from spurious.exceptions import ResultLoadError
+from spurious.provenance import Provenance
+from spurious.utils.io import atomic_write, atomic_write_json, read_json
+
+RESULT_FORMAT_VERSION = 1
+
+
+@dataclass
+class DetectorResult:
+    """Per-example scores, dataset-level metrics, params and provenance of one detector run.
+
+    Attributes
+    ----------
+    detector : str
+        Registry name of the detector.
+    scores : pandas.DataFrame
+        One row per scored example; first column ``id``. Column meanings are listed in
+        the detector's ``score_columns``.
+    metrics : dict of str to float
+        Flat dataset-level metrics; names are listed in the detector's ``metric_docs``.
+        Confidence intervals are separate metrics named ``<metric>_ci_low`` /
+        ``<metric>_ci_high``.
+    params : dict
+        The detector's hyperparameters (JSON-serialisable).
+    provenance : Provenance
+    summary : str
+        One line a person can read.
+    details : dict
+        Extra JSON for the report (tables, curves).
+    status : {"ok", "failed"}
+    error : str or None
+        The error message when ``status == "failed"``.
+    """
+
+    detector: str
+    scores: pd.DataFrame
+    metrics: dict[str, float]
+    params: dict[str, Any] = field(default_factory=dict)
+    provenance: Provenance = field(default_factory=Provenance)
+    summary: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+    status: str = "ok"
+    error: str | None = None
+
+    # -- persistence -------------------------------------------------------------------
+    def save(self, directory: str | Path) -> Path:
+        """Write ``metrics.json``, ``scores.parquet`` and ``result.json`` atomically."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        atomic_write(directory / "scores.parquet", lambda p: self.scores.to_parquet(p, index=False))
+        atomic_write_json(directory / "metrics.json", self.metrics)
+        atomic_write_json(
+            directory / "result.json",
+            {
+                "format_version": RESULT_FORMAT_VERSION,
+                "detector": self.detector,
+                "status": self.status,
+                "error": self.error,
+                "summary": self.summary,
+                "params": self.params,
+                "provenance": self.provenance.to_dict(),
+                "details": self.details,
+            },
+        )
+        return directory
+
+    @classmethod
+    def load(
+        cls, directory: str | Path, *, expected_fingerprints: dict[str, str] | None = None
+    ) -> DetectorResult:
+        """Load a saved result, checking the library version and dataset fingerprints.
+
+        Parameters
+        ----------
+        directory : path
+            The detector's folder inside a run directory.
+        expected_fingerprints : dict, optional
+            ``{role: fingerprint}``; a mismatch raises :class:`ResultLoadError`.
+        """
+        directory = Path(directory)
+        meta_path = directory / "result.json"
+        if not meta_path.exists():
+            raise ResultLoadError(f"No result.json in {str(directory)!r}; not a detector result.")
+        try:
+            meta = read_json(meta_path)
+            fmt = int(meta.get("format_version", 0))
+            meta["detector"]
+        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            raise ResultLoadError(f"{str(meta_path)!r} is not a valid result file: {e!r}") from None
+        if fmt > RESULT_FORMAT_VERSION:
+            raise ResultLoadError(
+                f"{str(meta_path)!r} was written by a newer spurious (result format "
+                f"{meta.get('format_version')}); this is {__version__} (format "
+                f"{RESULT_FORMAT_VERSION}). Upgrade spurious to load it."
+            )
+        prov = Provenance.from_dict(meta.get("provenance", {}))
+        if _major_minor(prov.library_version) > _major_minor(__version__):
+            raise ResultLoadError(
+                f"{str(meta_path)!r} was written by spurious {prov.library_version}, newer than "
+                f"the installed {__version__}."
+            )
+        for role, fp in (expected_fingerprints or {}).items():
+            got = prov.fingerprints.get(role)
+            if got != fp:
+                raise ResultLoadError(
+                    f"{str(directory)!r}: dataset fingerprint for {role!r} is {got!r}, expected "
+                    f"{fp!r}; the result was computed on different data."
+                )
+        scores_path = directory / "scores.parquet"
+        try:
+            if not scores_path.exists() and meta.get("status") == "failed":
+                scores = pd.DataFrame({"id": pd.Series([], dtype=str)})
+            else:
+                scores = pd.read_parquet(scores_path)
+        except (OSError, ValueError) as e:
+            raise ResultLoadError(
+                f"Cannot read scores.parquet in {str(directory)!r}: {e}"
+            ) from None
+        metrics_path = directory / "metrics.json"
+        metrics = read_json(metrics_path) if metrics_path.exists() else {}
+        return cls(
+            detector=meta["detector"],
+            scores=scores,
+            metrics={k: (math.nan if v is None else v) for k, v in metrics.items()},
+            params=meta.get("params", {}),
+            provenance=prov,
+            summary=meta.get("summary", ""),
+            details=meta.get("details", {}),
+            status=meta.get("status", "ok"),
+            error=meta.get("error"),
+        )
+
+
+def _major_minor(version: str) -> tuple[int, int]:
+    parts = [*version.split("."), "0", "0"][:2]
+    try:
+        return int(parts[0]), int(parts[1])
+    except ValueError:
+        return (0, 0)
