@@ -54,10 +54,10 @@ def missing_dependency(package: str, extra: str, feature: str) -> MissingDepende
 
     Examples
     --------
-    >>> str(missing_dependency("transformers", "encoder", "sentence encoders"))[:40]
-    "sentence encoders need the 'transformers"
+    >>> str(missing_dependency("transformers", "encoder", "Sentence encoders"))[:46]
+    "Sentence encoders: the 'transformers' package "
     """
     return MissingDependencyError(
-        f"{feature} need the '{package}' package, which is not installed. "
+        f"{feature}: the '{package}' package is needed but not installed. "
         f"Install it with: pip install 'spurious[{extra}]'"
     )

@@ -234,17 +234,65 @@ class Dataset:
         frame = self.frame.iloc[idx].reset_index(drop=True).copy()
         return Dataset(self.task, frame, self.label_names, name or self.name)
 
+    def group_keys(self, group_by: str | None = "auto") -> np.ndarray | None:
+        """Keys that must stay on one side of any split (``None``: no grouping).
+
+        Parameters
+        ----------
+        group_by : "auto", None or a column name
+            ``"auto"``: the ``group`` column when the data has one; otherwise, for NLI,
+            the premise text. SNLI and MNLI write three hypotheses (one per label) for
+            each premise, so splitting siblings apart lets a premise-only model learn
+            "the labels this premise did *not* get" and score below chance.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> ds = Dataset.from_frame(pd.DataFrame({"premise": ["p", "p", "q"],
+        ...     "hypothesis": ["a", "b", "c"], "label": [0, 1, 2]}), "nli")
+        >>> ds.group_keys().tolist()
+        ['p', 'p', 'q']
+        """
+        if group_by is None:
+            return None
+        if group_by == "auto":
+            if "group" in self.frame:
+                return self.frame["group"].to_numpy(dtype=object)
+            if self.task.name == "nli":
+                return self.frame["premise"].to_numpy(dtype=object)
+            return None
+        if group_by not in self.frame:
+            raise ParameterError(
+                f"The 'group_by' parameter must be 'auto', None or a column of {self.name!r} "
+                f"({list(map(str, self.frame.columns))}). Got {group_by!r} instead."
+            )
+        return self.frame[group_by].map(str).to_numpy(dtype=object)
+
     def split(
-        self, test_size: float = 0.2, random_state: int | None = 0, stratify: bool = True
+        self,
+        test_size: float = 0.2,
+        random_state: int | None = 0,
+        stratify: bool = True,
+        group_by: str | None = "auto",
     ) -> tuple[Dataset, Dataset]:
-        """A seeded train/test split (grouped rows stay together when ``group`` is set).
+        """A seeded train/test split that keeps grouped rows together.
+
+        Parameters
+        ----------
+        test_size : float
+            Fraction of rows (of groups, when grouping) in the test split.
+        random_state : int, optional
+        stratify : bool
+            Stratify by label (ungrouped splits only).
+        group_by : "auto", None or a column name
+            See :meth:`group_keys`.
 
         Examples
         --------
         >>> from spurious.data.synthetic import make_nli_artifacts
         >>> train, test = make_nli_artifacts(n=100, random_state=0).dataset.split(0.25)
-        >>> len(train), len(test)
-        (75, 25)
+        >>> len(train) + len(test), set(train.frame.premise).isdisjoint(test.frame.premise)
+        (100, True)
         """
         from sklearn.model_selection import GroupShuffleSplit, train_test_split
 
@@ -254,9 +302,10 @@ class Dataset:
                 f"Got {test_size!r} instead."
             )
         n = len(self)
-        if self.groups is not None:
+        groups = self.group_keys(group_by)
+        if groups is not None and len(set(groups)) < n:
             gss = GroupShuffleSplit(n_splits=1, test_size=test_size, random_state=random_state)
-            train_idx, test_idx = next(gss.split(np.zeros(n), groups=self.groups))
+            train_idx, test_idx = next(gss.split(np.zeros(n), groups=groups))
         else:
             strat = self.labels if (stratify and self.task.has_labels) else None
             train_idx, test_idx = train_test_split(

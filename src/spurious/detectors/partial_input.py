@@ -77,7 +77,11 @@ class PartialInput(Detector):
         ``premise_only`` and ``hypothesis_only``).
     n_folds : int, default=5
         Without an evaluation split, out-of-fold predictions from this many folds
-        (grouped by ``group`` when the data has one) score every example.
+        score every example.
+    group_by : "auto", None or str, default="auto"
+        Rows sharing a key never sit on both sides of a fold (see
+        :meth:`spurious.data.Dataset.group_keys`: the ``group`` column, else the NLI
+        premise).
     n_resamples : int, default=1000
         Bootstrap resamples for the intervals.
     confidence : float, default=0.95
@@ -132,6 +136,7 @@ class PartialInput(Detector):
         "probe": [str, object],
         "conditions": [list, tuple, None],
         "n_folds": [Interval(Integral, 2, None, closed="left")],
+        "group_by": [str, None],
         "n_resamples": [Interval(Integral, 10, None, closed="left")],
         "confidence": [Interval(Real, 0, 1, closed="neither")],
         "issue_threshold": [Interval(Real, 0, 1, closed="both")],
@@ -145,6 +150,7 @@ class PartialInput(Detector):
         probe: Any = "logistic",
         conditions: list[str] | None = None,
         n_folds: int = 5,
+        group_by: str | None = "auto",
         n_resamples: int = 1000,
         confidence: float = 0.95,
         issue_threshold: float = 0.9,
@@ -155,11 +161,18 @@ class PartialInput(Detector):
         self.probe = probe
         self.conditions = conditions
         self.n_folds = n_folds
+        self.group_by = group_by
         self.n_resamples = n_resamples
         self.confidence = confidence
         self.issue_threshold = issue_threshold
         self.n_top_examples = n_top_examples
         self.random_state = random_state
+
+    def validate_params(self) -> None:
+        """Check constraints, and that ``features`` and ``probe`` name something real."""
+        super().validate_params()
+        make_featurizer(self.features)
+        make_probe(self.probe)
 
     # ------------------------------------------------------------------------------
     def _views(self, dataset: Dataset) -> list[View]:
@@ -189,11 +202,12 @@ class PartialInput(Detector):
 
     def _cross_fit(self, dataset: Dataset, view: View, progress: bool) -> np.ndarray:
         y = dataset.labels
-        if dataset.groups is not None:
+        groups = dataset.group_keys(self.group_by)
+        if groups is not None and len(set(groups)) < len(y):
             splitter = StratifiedGroupKFold(
                 self.n_folds, shuffle=True, random_state=self.random_state
             )
-            folds = splitter.split(np.zeros(len(y)), y, groups=dataset.groups)
+            folds = splitter.split(np.zeros(len(y)), y, groups=groups)
         else:
             splitter = StratifiedKFold(self.n_folds, shuffle=True, random_state=self.random_state)
             folds = splitter.split(np.zeros(len(y)), y)
@@ -229,27 +243,15 @@ class PartialInput(Detector):
         preds = {c: p.argmax(axis=1) for c, p in probas.items()}
         correct = {c: preds[c] == y for c in preds}
         majority = int(np.argmax(counts))
-        maj_correct = (y == majority).astype(float)
-        boot = dict(
-            n_resamples=self.n_resamples, confidence=self.confidence, random_state=self.random_state
-        )
-        metrics: dict[str, float] = {}
-
-        def put(name: str, fn, arrays) -> None:
-            est, lo, hi = bootstrap_interval(fn, arrays, **boot)
-            metrics[name], metrics[f"{name}_ci_low"], metrics[f"{name}_ci_high"] = est, lo, hi
-
-        put("accuracy_full", _acc, [correct["full"].astype(float)])
-        put("majority_accuracy", _acc, [maj_correct])
         partial = [v.name for v in views[1:]]
-        for c in partial:
-            c_ssc = correct[c].astype(float)
-            agree = (preds[c] == preds["full"]).astype(float)
-            put(f"accuracy_{c}", _acc, [c_ssc])
-            put(f"delta_maj_{c}", _delta_maj, [c_ssc, maj_correct])
-            put(f"recovery_{c}", _recovery, [c_ssc, correct["full"].astype(float)])
-            put(f"nba_{c}", _nba, [agree])
-            put(f"nbr_{c}", _nbr, [agree, agree * c_ssc])
+        metrics = leakage_metrics(
+            y,
+            preds,
+            majority,
+            n_resamples=self.n_resamples,
+            confidence=self.confidence,
+            random_state=self.random_state,
+        )
 
         rows = np.arange(len(evaluate))
         scores = pd.DataFrame({"id": evaluate.ids, "label": names[y]})
@@ -266,7 +268,6 @@ class PartialInput(Detector):
 
         deltas = {c: metrics[f"delta_maj_{c}"] for c in partial}
         worst = max(deltas, key=deltas.get)
-        metrics["max_delta_maj"] = deltas[worst]
         metrics["n_eval"] = float(len(evaluate))
         per_fold = len(dataset) * (self.n_folds - 1) // self.n_folds
         metrics["n_train"] = float(len(dataset) if eval_dataset is not None else per_fold)
@@ -317,3 +318,69 @@ class PartialInput(Detector):
                 "mode": "eval_split" if eval_dataset is not None else f"{self.n_folds}-fold",
             },
         )
+
+
+def leakage_metrics(
+    y: np.ndarray,
+    preds: dict[str, np.ndarray],
+    majority: int,
+    *,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    random_state: int | None = 0,
+) -> dict[str, float]:
+    """PECO Sec. 2.1-2.2 and 3.1 metrics from predictions, with bootstrap intervals.
+
+    Parameters
+    ----------
+    y : ndarray of int
+        Gold label ids of the evaluation examples.
+    preds : dict
+        ``{"full": PSC predictions, "<cond>": SSC predictions, ...}`` (label ids).
+    majority : int
+        The label id the majority baseline always guesses.
+
+    Returns
+    -------
+    dict
+        ``accuracy_full``, ``majority_accuracy`` and, per partial condition,
+        ``accuracy_<c>``, ``delta_maj_<c>``, ``recovery_<c>``, ``nba_<c>``, ``nbr_<c>``,
+        each with ``_ci_low`` / ``_ci_high``; plus ``max_delta_maj``.
+
+    Examples
+    --------
+    >>> y = np.array([0, 0, 1, 1, 2])
+    >>> m = leakage_metrics(y, {"full": np.array([0, 0, 1, 2, 2]),
+    ...                         "hypothesis_only": np.array([0, 1, 1, 2, 0])}, 0,
+    ...                     n_resamples=50)
+    >>> round(m["accuracy_hypothesis_only"], 2), round(m["nba_hypothesis_only"], 2)
+    (0.4, 0.6)
+    """
+    y = np.asarray(y)
+    if "full" not in preds:
+        raise DetectorError("leakage_metrics needs the full-input predictions under 'full'.")
+    boot = dict(n_resamples=n_resamples, confidence=confidence, random_state=random_state)
+    c_full = (np.asarray(preds["full"]) == y).astype(float)
+    maj_correct = (y == majority).astype(float)
+    metrics: dict[str, float] = {}
+
+    def put(name: str, fn, arrays) -> None:
+        est, lo, hi = bootstrap_interval(fn, arrays, **boot)
+        metrics[name], metrics[f"{name}_ci_low"], metrics[f"{name}_ci_high"] = est, lo, hi
+
+    put("accuracy_full", _acc, [c_full])
+    put("majority_accuracy", _acc, [maj_correct])
+    partial = [c for c in preds if c != "full"]
+    for c in partial:
+        p = np.asarray(preds[c])
+        c_ssc = (p == y).astype(float)
+        agree = (p == np.asarray(preds["full"])).astype(float)
+        put(f"accuracy_{c}", _acc, [c_ssc])
+        put(f"delta_maj_{c}", _delta_maj, [c_ssc, maj_correct])
+        put(f"recovery_{c}", _recovery, [c_ssc, c_full])
+        put(f"nba_{c}", _nba, [agree])
+        # SSC == PSC and SSC == Y  <=>  all three agree (Eq. 8's numerator).
+        put(f"nbr_{c}", _nbr, [agree, agree * c_ssc])
+    if partial:
+        metrics["max_delta_maj"] = max(metrics[f"delta_maj_{c}"] for c in partial)
+    return metrics

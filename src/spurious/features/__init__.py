@@ -7,7 +7,9 @@ from typing import Any
 
 from spurious.exceptions import ParameterError
 from spurious.features.base import Featurizer, check_features
+from spurious.features.cache import FeatureCache
 from spurious.features.lexical import LexicalFeaturizer
+from spurious.features.precomputed import PrecomputedFeaturizer
 
 #: Short names accepted by :func:`make_featurizer` and the CLI's ``--features``.
 FEATURIZERS = {
@@ -35,12 +37,13 @@ def make_featurizer(spec: str | Featurizer = "tfidf", **kwargs: Any) -> Featuriz
         )
     if spec in FEATURIZERS:
         kind, defaults = FEATURIZERS[spec]
-    elif os.path.isdir(spec) or "/" in spec:  # a local model folder or an explicit hub name
+    elif os.path.isdir(spec) or _is_hub_name(spec):
+        # A local model folder, or a hub name the user asked for explicitly ("org/name").
         kind, defaults = "encoder", {"model": spec}
     else:
         raise ParameterError(
-            f"The 'features' parameter must be one of {sorted(FEATURIZERS)}, a local model "
-            f"directory or a Hugging Face model name (org/name). Got {spec!r} instead."
+            f"The 'features' parameter must be one of {sorted(FEATURIZERS)}, an existing local "
+            f"model directory or a Hugging Face model name (org/name). Got {spec!r} instead."
         )
     if kind == "lexical":
         return LexicalFeaturizer(**{**defaults, **kwargs})
@@ -49,4 +52,26 @@ def make_featurizer(spec: str | Featurizer = "tfidf", **kwargs: Any) -> Featuriz
     return EncoderFeaturizer(**{**defaults, **kwargs})
 
 
-__all__ = ["FEATURIZERS", "Featurizer", "LexicalFeaturizer", "check_features", "make_featurizer"]
+def _is_hub_name(spec: str) -> bool:
+    """``org/name`` with no path-like prefix (``./x/y`` or ``/x`` are missing folders)."""
+    return spec.count("/") == 1 and not spec.startswith((".", "/", "~")) and " " not in spec
+
+
+__all__ = [
+    "FEATURIZERS",
+    "FeatureCache",
+    "Featurizer",
+    "LexicalFeaturizer",
+    "PrecomputedFeaturizer",
+    "check_features",
+    "make_featurizer",
+]
+
+
+def __getattr__(name: str):
+    # The encoder pulls in torch/transformers; import it only when asked for.
+    if name in ("EncoderFeaturizer", "SentenceEncoder"):
+        from spurious.features import encoder
+
+        return getattr(encoder, name)
+    raise AttributeError(name)

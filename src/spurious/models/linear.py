@@ -1,6 +1,6 @@
 """A fast, deterministic multinomial logistic-regression probe in PyTorch.
 
-Full-batch L-BFGS on ``mean cross-entropy + ||W||^2 / (2 C n)``, which is scikit-learn's
+Full-batch L-BFGS on ``mean cross-entropy + ||W||^2 / (2 C n)`` (n = total sample weight), which is scikit-learn's
 ``LogisticRegression(C=C)`` objective divided by ``C n`` (same minimiser), so the two agree
 at convergence. The intercept is not penalised (as in scikit-learn). Dense float32 and
 scipy CSR inputs are supported; weights start at zero, so a fit has no randomness.
@@ -135,11 +135,14 @@ class LogisticProbe(ClassifierMixin, BaseEstimator):
             if sample_weight is None
             else torch.as_tensor(np.asarray(sample_weight, dtype=np.float32), device=dev)
         )
-        w = (w / w.sum())[:, None]
+        # sklearn's objective is C * sum(w_i CE_i) + ||W||^2 / 2; dividing by C * sum(w)
+        # gives a weighted mean CE plus ||W||^2 / (2 C sum(w)): same minimiser, O(1) scale.
+        w_sum = float(w.sum())
+        w = (w / w_sum)[:, None]
         onehot = torch.nn.functional.one_hot(yt, k).to(torch.float32)
         W = torch.zeros(d, k, device=dev)
         b = torch.zeros(k, device=dev)
-        lam = 1.0 / (self.C * n)
+        lam = 1.0 / (self.C * w_sum)
         params = [W, b] if self.fit_intercept else [W]
         opt = torch.optim.LBFGS(
             params,

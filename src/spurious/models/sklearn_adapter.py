@@ -37,7 +37,8 @@ def make_probe(spec: str | Any = "logistic", random_state: int | None = 0, **kwa
     2
     """
     if not isinstance(spec, str):
-        if not (is_classifier(spec) or isinstance(spec, ClassifierMixin)):
+        ok = hasattr(spec, "fit") and hasattr(spec, "get_params")
+        if not ok or not (isinstance(spec, ClassifierMixin) or is_classifier(spec)):
             raise ParameterError(
                 "The 'probe' parameter must be a probe name from "
                 f"{list(PROBES)} or a scikit-learn classifier. Got {type(spec).__name__} instead."

@@ -1,0 +1,136 @@
+"""The command line: demo, leakage, report, help and one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from spurious.cli import main
+from spurious.data.synthetic import make_nli_artifacts
+
+
+@pytest.fixture()
+def runner():
+    return CliRunner()
+
+
+@pytest.fixture(scope="module")
+def nli_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("nli")
+    train, test = make_nli_artifacts(n=600, artifact_rate=0.9, random_state=2).dataset.split(0.3)
+    # SNLI-style column names, to exercise the automatic field mapping.
+    for name, ds in (("train", train), ("dev", test)):
+        df = ds.frame.rename(columns={"premise": "sentence1", "hypothesis": "sentence2"})
+        df[["id", "sentence1", "sentence2", "label"]].to_json(
+            d / f"{name}.jsonl", orient="records", lines=True
+        )
+    return d
+
+
+def _check_run_dir(out, detector="partial_input"):
+    manifest = json.loads((out / "manifest.json").read_text())
+    for key in ("command", "config", "seed", "versions", "datasets", "timings", "library_version"):
+        assert key in manifest, key
+    assert manifest["datasets"]["train"]["fingerprint"]
+    assert (out / "report.html").stat().st_size > 10_000
+    metrics = json.loads((out / detector / "metrics.json").read_text())
+    assert all(isinstance(v, int | float) or v is None for v in metrics.values())
+    scores = pd.read_parquet(out / detector / "scores.parquet")
+    assert scores.columns[0] == "id" and scores["id"].is_unique
+    return manifest, metrics, scores
+
+
+def test_demo(runner, tmp_path):
+    out = tmp_path / "demo"
+    r = runner.invoke(main, ["demo", "--out", str(out), "--n", "900", "--seed", "3"])
+    assert r.exit_code == 0, r.output
+    assert "report:" in r.output and "hypothesis_only" in r.output
+    manifest, metrics, _ = _check_run_dir(out)
+    assert manifest["seed"] == 3
+    assert metrics["delta_maj_hypothesis_only"] > 0.05
+
+
+def test_leakage_with_eval_and_report_rerender(runner, nli_files, tmp_path):
+    out = tmp_path / "run"
+    args = [
+        "leakage",
+        str(nli_files / "train.jsonl"),
+        "--eval",
+        str(nli_files / "dev.jsonl"),
+        "--task",
+        "nli",
+        "--n-resamples",
+        "100",
+        "--out",
+        str(out),
+    ]
+    r = runner.invoke(main, args)
+    assert r.exit_code == 0, r.output
+    manifest, metrics, _ = _check_run_dir(out)
+    assert set(manifest["datasets"]) == {"train", "eval"}
+    assert metrics["accuracy_hypothesis_only"] > metrics["majority_accuracy"]
+    (out / "report.html").unlink()
+    r = runner.invoke(main, ["report", str(out)])
+    assert r.exit_code == 0 and (out / "report.html").exists()
+
+
+def test_same_seed_same_metrics(runner, nli_files, tmp_path):
+    runs = []
+    for i in range(2):
+        out = tmp_path / f"r{i}"
+        args = [
+            "leakage",
+            str(nli_files / "train.jsonl"),
+            "--task",
+            "nli",
+            "--folds",
+            "3",
+            "--n-resamples",
+            "50",
+            "--condition",
+            "hypothesis_only",
+            "--out",
+            str(out),
+        ]
+        assert runner.invoke(main, args).exit_code == 0
+        runs.append(json.loads((out / "partial_input" / "metrics.json").read_text()))
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["leakage", "missing.jsonl", "--task", "nli"], "does not exist"),
+        (
+            ["leakage", "{train}", "--task", "nli", "--field-map", "premise=nope"],
+            "maps 'premise' to column 'nope'",
+        ),
+        (["leakage", "{train}", "--task", "text"], "missing field(s) ['text']"),
+        (["leakage", "{train}", "--task", "nli", "--features", "tfdif"], "'features' parameter"),
+        (["leakage", "{train}", "--task", "nli", "--folds", "1"], "'n_folds' parameter"),
+    ],
+)
+def test_errors_are_one_line_exit_2(runner, nli_files, tmp_path, args, message):
+    args = [a.format(train=nli_files / "train.jsonl") for a in args]
+    out = tmp_path / "never"
+    r = runner.invoke(main, [*args, "--out", str(out)])
+    assert r.exit_code == 2, r.output
+    assert message in r.output
+    assert r.output.strip().startswith("error:") and len(r.output.strip().splitlines()) == 1
+    assert not out.exists()  # bad input writes nothing
+
+
+def test_help_explains_every_option(runner):
+    import click
+
+    for name, cmd in main.commands.items():
+        for param in cmd.params:
+            if isinstance(param, click.Option):
+                assert param.help, f"spurious {name} {param.opts[0]} has no help text"
+        assert runner.invoke(main, [name, "--help"]).exit_code == 0
+    r = runner.invoke(main, ["leakage", "--help"])
+    assert "--eval" in r.output and "--features" in r.output and "Delta_maj" in r.output
+    assert runner.invoke(main, ["detectors"]).output.startswith("partial_input")

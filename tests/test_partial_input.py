@@ -1,0 +1,131 @@
+"""partial_input: hand-computed metrics, planted leakage found, per-example outputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from spurious.data import Dataset
+from spurious.data.synthetic import make_nli_artifacts
+from spurious.detectors import PartialInput
+from spurious.detectors.partial_input import leakage_metrics
+from spurious.exceptions import DetectorError, ParameterError
+
+Y = np.array([0, 0, 1, 1, 2, 2])
+FULL = np.array([0, 0, 1, 2, 2, 2])  # 5/6 correct
+HYP = np.array([0, 1, 1, 2, 0, 2])  # 3/6 correct; agrees with FULL on rows 0, 2, 3, 5
+
+
+def test_leakage_metrics_known_answers():
+    m = leakage_metrics(Y, {"full": FULL, "hypothesis_only": HYP}, majority=0, n_resamples=200)
+    assert m["accuracy_full"] == pytest.approx(5 / 6)
+    assert m["accuracy_hypothesis_only"] == pytest.approx(0.5)
+    assert m["majority_accuracy"] == pytest.approx(2 / 6)  # frequency of label 0, not its index
+    assert m["delta_maj_hypothesis_only"] == pytest.approx(0.5 - 2 / 6)  # Eq. 4
+    assert m["recovery_hypothesis_only"] == pytest.approx(0.5 / (5 / 6))  # Eq. 5
+    assert m["nba_hypothesis_only"] == pytest.approx(4 / 6)  # Eq. 7
+    # Eq. 8: of the 4 agreements, rows 0, 2, 5 are also correct (row 3 agrees on a wrong 2).
+    assert m["nbr_hypothesis_only"] == pytest.approx(3 / 4)
+    assert m["max_delta_maj"] == pytest.approx(1 / 6)
+
+
+def test_leakage_metrics_intervals_bracket_estimate_and_are_seeded():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 2000)
+    full = np.where(rng.random(2000) < 0.8, y, (y + 1) % 3)
+    hyp = np.where(rng.random(2000) < 0.6, y, (y + 2) % 3)
+    a = leakage_metrics(y, {"full": full, "h": hyp}, 0, n_resamples=300, random_state=1)
+    b = leakage_metrics(y, {"full": full, "h": hyp}, 0, n_resamples=300, random_state=1)
+    assert a == b
+    for name in ("accuracy_full", "accuracy_h", "delta_maj_h", "recovery_h", "nba_h", "nbr_h"):
+        assert a[f"{name}_ci_low"] <= a[name] <= a[f"{name}_ci_high"], name
+    # Binomial standard error of accuracy ~ sqrt(.6*.4/2000) = 0.011 -> 95% width ~ 0.043.
+    width = a["accuracy_h_ci_high"] - a["accuracy_h_ci_low"]
+    assert 0.03 < width < 0.06
+
+
+def test_nbr_undefined_when_no_agreement_is_nan():
+    y = np.array([0, 1, 0, 1])
+    m = leakage_metrics(
+        y, {"full": np.array([0, 1, 0, 1]), "h": np.array([1, 0, 1, 0])}, 0, n_resamples=50
+    )
+    assert m["nba_h"] == 0.0
+    assert np.isnan(m["nbr_h"])
+
+
+def test_planted_cue_is_found_with_eval_split(nli_split):
+    train, test = nli_split
+    res = PartialInput(n_resamples=200).run(train, test)
+    m = res.metrics
+    # The cue makes hypothesis-only beat the majority guess; premise-only stays at chance.
+    assert m["delta_maj_hypothesis_only_ci_low"] > 0.1
+    assert abs(m["delta_maj_premise_only"]) < 0.08
+    assert m["accuracy_full"] > 0.9  # the cross-field lexical block learns the relation
+    assert res.details["leakiest_condition"] == "hypothesis_only"
+    # Per example: one row per test example, flagged rows carry the cue far more often.
+    s = res.scores
+    assert len(s) == len(test) and s["id"].tolist() == test.ids.tolist()
+    has_cue = test.frame["hypothesis"].str.lower().str.contains("nobody").to_numpy()
+    flagged = s["is_partial_input_issue"].to_numpy()
+    assert flagged.sum() > 10
+    assert has_cue[flagged].mean() > 0.9
+    # Ranking by partial_input_score recovers the cue rows (AUC well above chance).
+    from sklearn.metrics import roc_auc_score
+
+    assert roc_auc_score(has_cue, s["partial_input_score"]) > 0.85
+    for c in ("full", "premise_only", "hypothesis_only"):
+        assert s[f"p_gold_{c}"].between(0, 1).all()
+        assert (s[f"correct_{c}"] == (s[f"pred_{c}"] == s["label"])).all()
+
+
+def test_no_cue_no_leakage():
+    synth = make_nli_artifacts(n=900, artifact_rate=0.0, random_state=3)
+    train, test = synth.dataset.split(0.3, random_state=0)
+    m = PartialInput(n_resamples=200).run(train, test).metrics
+    assert m["delta_maj_hypothesis_only_ci_low"] < 0.03
+    assert m["delta_maj_hypothesis_only"] < 0.08
+
+
+def test_cross_fit_without_eval_scores_every_example():
+    data = make_nli_artifacts(n=600, artifact_rate=0.9, random_state=1).dataset
+    res = PartialInput(n_folds=3, n_resamples=100, conditions=["hypothesis_only"]).run(data)
+    assert len(res.scores) == len(data)
+    assert res.metrics["n_train"] == 400
+    assert res.metrics["delta_maj_hypothesis_only"] > 0.1
+    assert "premise_only" not in {c["view"] for c in res.details["conditions"]}
+    assert res.details["mode"] == "3-fold"
+
+
+def test_other_probe_and_bow_features(nli_split):
+    train, test = nli_split
+    res = PartialInput(features="bow", probe="sklearn-logistic", n_resamples=100).run(train, test)
+    assert res.metrics["delta_maj_hypothesis_only"] > 0.1
+
+
+def test_errors():
+    text = Dataset.from_frame(
+        pd.DataFrame({"text": ["a", "b", "c", "d"], "label": ["x", "y", "x", "y"]}), "text"
+    )
+    with pytest.raises(DetectorError, match="two or more text fields"):
+        PartialInput().run(text)
+    with pytest.raises(ParameterError, match="'n_folds' parameter of PartialInput"):
+        PartialInput(n_folds=1).run(text)
+    small = make_nli_artifacts(n=30, random_state=0).dataset
+    with pytest.raises(DetectorError, match="rarest has"):
+        PartialInput(n_folds=20).run(small)
+    with pytest.raises(DetectorError, match="partial views only"):
+        PartialInput(conditions=["full"]).run(small)
+
+
+def test_encoder_features_find_the_cue(nli_split, tmp_path, monkeypatch):
+    """MiniLM pair features [u, v, |u-v|, u*v]: full input learns the relation, cue leaks."""
+    monkeypatch.setenv("SPURIOUS_CACHE_DIR", str(tmp_path / "cache"))
+    train, test = nli_split
+    res = PartialInput(features="minilm", n_resamples=100).run(train, test)
+    m = res.metrics
+    assert m["delta_maj_hypothesis_only_ci_low"] > 0.05
+    assert m["accuracy_full"] > m["accuracy_hypothesis_only"]
+    assert abs(m["delta_maj_premise_only"]) < 0.1
+    assert res.details["featurizer"]["featurizer"] == "minilm"
+    assert any((tmp_path / "cache").rglob("*.npy"))  # embeddings were cached on disk

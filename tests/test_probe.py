@@ -1,0 +1,83 @@
+"""The PyTorch logistic probe agrees with scikit-learn's converged LogisticRegression."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.linear_model import LogisticRegression
+
+from spurious.exceptions import ParameterError
+from spurious.models import LogisticProbe, make_probe
+from spurious.models.sklearn_adapter import predict_proba
+
+
+def _data(n=1500, d=40, k=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    W = rng.normal(size=(d, k))
+    y = np.argmax(X @ W + rng.gumbel(size=(n, k)), axis=1)
+    return X, y
+
+
+@pytest.mark.parametrize("C", [0.1, 1.0, 10.0])
+def test_matches_sklearn_dense(C):
+    X, y = _data()
+    ours = LogisticProbe(C=C, max_iter=500).fit(X, y)
+    ref = LogisticRegression(C=C, max_iter=5000, tol=1e-10).fit(X, y)
+    assert np.abs(ours.predict_proba(X) - ref.predict_proba(X)).max() < 2e-3
+    assert (ours.predict(X) == ref.predict(X)).mean() > 0.995
+    np.testing.assert_allclose(ours.coef_, ref.coef_, atol=2e-2 * np.abs(ref.coef_).max())
+
+
+def test_matches_sklearn_sparse_and_dense_agree():
+    X, y = _data(d=60)
+    Xs = sp.csr_matrix(np.where(np.abs(X) > 1.0, X, 0.0))
+    dense = LogisticProbe().fit(Xs.toarray(), y)
+    sparse = LogisticProbe().fit(Xs, y)
+    ref = LogisticRegression(max_iter=5000, tol=1e-10).fit(Xs, y)
+    assert np.abs(sparse.predict_proba(Xs) - ref.predict_proba(Xs)).max() < 2e-3
+    assert np.abs(sparse.predict_proba(Xs) - dense.predict_proba(Xs)).max() < 1e-3
+
+
+def test_deterministic_and_string_labels():
+    X, y = _data()
+    names = np.array(["a", "b", "c"])[y]
+    p1 = LogisticProbe().fit(X, names)
+    p2 = LogisticProbe().fit(X, names)
+    np.testing.assert_array_equal(p1.coef_, p2.coef_)
+    assert set(p1.predict(X)) <= {"a", "b", "c"}
+    assert p1.classes_.tolist() == ["a", "b", "c"]
+
+
+def test_sample_weight_zero_drops_rows():
+    X, y = _data(n=600)
+    w = np.ones(len(y))
+    w[300:] = 0.0
+    weighted = LogisticProbe().fit(X, y, sample_weight=w)
+    head = LogisticProbe().fit(X[:300], y[:300])
+    assert np.abs(weighted.predict_proba(X) - head.predict_proba(X)).max() < 1e-3
+
+
+def test_bad_params_and_inputs():
+    X, y = _data(n=50)
+    with pytest.raises(ParameterError, match="The 'C' parameter of LogisticProbe"):
+        LogisticProbe(C=0).fit(X, y)
+    with pytest.raises(ParameterError, match="at least 2 classes"):
+        LogisticProbe().fit(X, np.zeros(50))
+    with pytest.raises(ParameterError, match="50 rows but y has 49"):
+        LogisticProbe().fit(X, y[:49])
+    with pytest.raises(ParameterError, match="fitted on 40"):
+        LogisticProbe().fit(X, y).predict(X[:, :10])
+
+
+def test_make_probe_and_decision_function_fallback():
+    X, y = _data(n=300)
+    svm = make_probe("linear-svm").fit(X, y)
+    proba = predict_proba(svm, X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert (proba.argmax(1) == svm.predict(X)).all()
+    with pytest.raises(ParameterError, match="'probe' parameter"):
+        make_probe("nope")
+    with pytest.raises(ParameterError, match="'probe' parameter"):
+        make_probe(object())
