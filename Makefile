@@ -27,8 +27,9 @@ demo: $(STAMP)
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/pytest -m "not slow" $(PYTEST_ARGS)
 
+# pytest exits 5 when no test is marked slow; that is not a failure.
 test-slow: $(STAMP)
-	HF_HUB_OFFLINE=1 $(VENV)/bin/pytest -m slow $(PYTEST_ARGS)
+	HF_HUB_OFFLINE=1 $(VENV)/bin/pytest -m slow $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 test-all: $(STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/pytest $(PYTEST_ARGS)

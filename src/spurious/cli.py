@@ -159,9 +159,9 @@ def _leakage_table(res) -> None:
 )
 @click.option(
     "--features",
-    default="tfidf",
+    default="minilm",
     show_default=True,
-    help="Featurizer: bow, tfidf, minilm, or a local model directory.",
+    help="Featurizer: minilm (offline all-MiniLM-L6-v2), bow, tfidf, or a local model directory.",
 )
 def demo(out: Path | None, seed: int, n_examples: int, artifact_rate: float, features: str) -> None:
     """Plant an artifact in synthetic NLI data, measure the leakage, write a report.
