@@ -129,3 +129,32 @@ def test_encoder_features_find_the_cue(nli_split, tmp_path, monkeypatch):
     assert abs(m["delta_maj_premise_only"]) < 0.1
     assert res.details["featurizer"]["featurizer"] == "minilm"
     assert any((tmp_path / "cache").rglob("*.npy"))  # embeddings were cached on disk
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_leakage_metric_identities_on_random_predictions(seed):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from hypothesis.extra.numpy import arrays
+
+    labels = arrays(np.int64, st.integers(5, 60), elements=st.integers(0, 2))
+
+    @settings(max_examples=30, deadline=None, derandomize=True, database=None)
+    @given(labels, st.integers(0, 2 ** 16))
+    def check(y, noise_seed):
+        rng = np.random.default_rng(noise_seed + seed)
+        full = np.where(rng.random(len(y)) < 0.7, y, rng.integers(0, 3, len(y)))
+        hyp = np.where(rng.random(len(y)) < 0.5, y, rng.integers(0, 3, len(y)))
+        m = leakage_metrics(y, {"full": full, "h": hyp}, 0, n_resamples=20)
+        a_ssc, a_psc = (hyp == y).mean(), (full == y).mean()
+        agree = hyp == full
+        for k in ("accuracy_h", "nba_h", "majority_accuracy", "accuracy_full"):
+            assert 0.0 <= m[k] <= 1.0
+        assert m["delta_maj_h"] == pytest.approx(a_ssc - (y == 0).mean())
+        if a_psc > 0:
+            assert m["recovery_h"] * a_psc == pytest.approx(a_ssc)
+        if agree.any():
+            # NBR * NBA = share of examples where SSC, PSC and gold all agree.
+            assert m["nbr_h"] * m["nba_h"] == pytest.approx((agree & (hyp == y)).mean())
+
+    check()
