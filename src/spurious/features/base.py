@@ -58,6 +58,27 @@ class Featurizer(BaseEstimator):
         raise NotImplementedError  # pragma: no cover  (abstract)
 
 
+def as_numeric_2d(value: Any, what: str = "features") -> np.ndarray:
+    """``np.asarray(value)`` checked to be a numeric 2-D array (no copy, no finiteness check).
+
+    Examples
+    --------
+    >>> as_numeric_2d([[1, 2]]).shape
+    (1, 2)
+    """
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as e:
+        raise FeatureError(f"{what} could not be converted to an array: {e}") from None
+    if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
+        raise FeatureError(f"{what} must be numeric; got dtype {arr.dtype}.")
+    if arr.ndim != 2:
+        raise FeatureError(
+            f"{what} must be a 2-D array (n_examples, n_features); got shape {arr.shape}."
+        )
+    return arr
+
+
 def check_features(X: Any, n_rows: int | None, what: str = "features") -> Matrix:
     """Validate a feature matrix: 2-D, ``n_rows`` rows, finite; return float32.
 
@@ -74,17 +95,7 @@ def check_features(X: Any, n_rows: int | None, what: str = "features") -> Matrix
         X = sp.csr_matrix(X, dtype=np.float32)
         data = X.data
     else:
-        try:
-            X = np.asarray(X)
-        except (TypeError, ValueError) as e:
-            raise FeatureError(f"{what} could not be converted to an array: {e}") from None
-        if X.dtype == object or not np.issubdtype(X.dtype, np.number):
-            raise FeatureError(f"{what} must be numeric; got dtype {X.dtype}.")
-        if X.ndim != 2:
-            raise FeatureError(
-                f"{what} must be a 2-D array (n_examples, n_features); got shape {X.shape}."
-            )
-        X = np.ascontiguousarray(X, dtype=np.float32)
+        X = np.ascontiguousarray(as_numeric_2d(X, what), dtype=np.float32)
         data = X
     if n_rows is not None and X.shape[0] != n_rows:
         raise FeatureError(f"{what} must have {n_rows} rows (one per example); got {X.shape[0]}.")

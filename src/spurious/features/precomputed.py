@@ -18,7 +18,7 @@ import numpy as np
 
 from spurious.data.dataset import Dataset
 from spurious.exceptions import FeatureError, ParameterError
-from spurious.features.base import Featurizer, check_features
+from spurious.features.base import Featurizer, as_numeric_2d, check_features
 from spurious.views import View, get_view
 
 logger = logging.getLogger(__name__)
@@ -150,17 +150,7 @@ class PrecomputedFeaturizer(Featurizer):
     def _check_raw(value: Any, what: str) -> np.ndarray:
         # Shape and dtype only: finiteness is checked on the rows actually used, so a NaN
         # in another split's rows does not block this one.
-        try:
-            arr = np.asarray(value)
-        except (TypeError, ValueError) as e:
-            raise FeatureError(f"{what} could not be converted to an array: {e}") from None
-        if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
-            raise FeatureError(f"{what} must be numeric; got dtype {arr.dtype}.")
-        if arr.ndim != 2:
-            raise FeatureError(
-                f"{what} must be a 2-D array (n_examples, n_features); got shape {arr.shape}."
-            )
-        return arr
+        return as_numeric_2d(value, what)
 
     # -- Featurizer -----------------------------------------------------------------
     def _transform(self, dataset: Dataset, view: View, *, progress: bool) -> np.ndarray:
