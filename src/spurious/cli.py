@@ -345,5 +345,11 @@ def list_detectors() -> None:
             click.echo(f"    {metric}: {doc}")
 
 
+# Commands defined in their own modules (they import the helpers above lazily).
+from spurious.cli_bias import bias, resample  # noqa: E402
+
+main.add_command(bias)
+main.add_command(resample)
+
 if __name__ == "__main__":  # pragma: no cover
     main()

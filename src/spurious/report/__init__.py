@@ -22,6 +22,9 @@ from spurious.report.sections import (
     render_fragment,
 )
 
+# Importing a section module registers its section.
+from spurious.report import sections_bias  # noqa: F401  isort: skip
+
 __all__ = [
     "REPORT_FILENAME",
     "SECTION_REGISTRY",

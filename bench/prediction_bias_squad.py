@@ -1,0 +1,230 @@
+"""Prediction bias of three real SQuAD 1.1 models, with the natural (human) bias.
+
+Data: ``../shared/data/squad/dev-v1.1.json`` (10,570 questions, up to 6 annotator
+answers) and the predictions of ELECTRA-base, BERT-base-uncased and BERT-Tiny in
+``../shared/data/predictions/squad/``. For every QA heuristic available (the spaCy ones
+when spaCy and its English model are installed), the script
+
+1. searches the threshold with the largest prediction bias on the reference model
+   (BERT-base-uncased, the closest we have to the paper's BERT-base-cased) and splits
+   every model and the annotators there (the paper's protocol, Sec. 5.2 / App. C);
+2. repeats the table with each model's own threshold;
+3. evaluates at the paper's App. C thresholds;
+
+for exact match (the paper's metric) and F1, with the paper's bootstrap (100 trials of
+800, quantiles 0.025 / 0.975, seed 0). It writes ``bench/results/prediction_bias_squad.json``
+and a run directory with the HTML report. Usage::
+
+    python bench/prediction_bias_squad.py [--no-spacy] [--run-dir runs/bench-prediction-bias]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import sys
+import time
+from pathlib import Path
+
+from spurious import load_dataset
+from spurious.data.predictions import load_predictions
+from spurious.evaluate.metrics import example_scores
+from spurious.evaluate.prediction_bias import (
+    PAPER_QA_THRESHOLDS,
+    PAPER_QA_WORSE_GROUP_SIZES,
+    bias_table,
+)
+from spurious.heuristics import HEURISTICS, compute_heuristics, list_heuristics
+from spurious.provenance import dependency_versions
+from spurious.report import render_report
+from spurious.run import dataset_entry, write_manifest
+from spurious.utils.io import atomic_write_json
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+MODELS = ("electra-base", "bert-base-uncased", "bert-tiny")
+REFERENCE = "bert-base-uncased"
+
+
+def _r(x: float | None, k: int = 4) -> float | None:
+    return None if x is None or not math.isfinite(x) else round(float(x), k)
+
+
+def summarise(res, heuristics: list[str]) -> dict:
+    """Per heuristic: threshold, group sizes, worse-group size, per-model rows, human."""
+    m = res.metrics
+    out: dict = {}
+    for h in heuristics:
+        rows = {r["model"]: r for r in res.details["table"] if r["heuristic"] == h}
+        entry: dict = {"models": {}}
+        for name, r in rows.items():
+            entry["models"][name] = {
+                "threshold": _r(r["threshold"]),
+                "n_low": r["n_low"],
+                "n_high": r["n_high"],
+                "bias": _r(r["bias"]),
+                "worse_group": r["worse_group"],
+                "worse_group_n": r[f"n_{r['worse_group']}"] if r["worse_group"] else None,
+                "worse_performance": _r(r["worse_performance"]),
+                "low": [_r(r["low_mean"]), _r(r["low_ci_low"]), _r(r["low_ci_high"])],
+                "high": [_r(r["high_mean"]), _r(r["high_ci_low"]), _r(r["high_ci_high"])],
+                "validity": r["validity"],
+            }
+        if f"threshold_{h}" in m:
+            entry["threshold"] = _r(m[f"threshold_{h}"])
+            entry["n_low"], entry["n_high"] = int(m[f"n_low_{h}"]), int(m[f"n_high_{h}"])
+        nat = [r for r in res.details["natural"] if r["heuristic"] == h]
+        entry["human"] = [
+            {
+                "threshold": _r(r["threshold"]),
+                "models": r["models"],
+                "bias": _r(r["bias"]),
+                "annotator": r["annotator"],
+                "worse_performance": _r(r["worse_performance"]),
+                "per_annotator_bias": {k: _r(v["bias"]) for k, v in r["per_annotator"].items()},
+            }
+            for r in nat
+        ]
+        out[h] = entry
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--no-spacy", action="store_true", help="skip entity_count, subject_position")
+    ap.add_argument("--run-dir", default=str(ROOT / "runs" / "bench-prediction-bias"))
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "prediction_bias_squad.json"))
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    if not (DATA / "squad" / "dev-v1.1.json").exists():
+        print(f"data not found under {DATA}", file=sys.stderr)
+        return 1
+
+    t_all = time.perf_counter()
+    t0 = time.perf_counter()
+    dev = load_dataset(DATA / "squad" / "dev-v1.1.json", "qa")
+    preds = [load_predictions(DATA / "predictions" / "squad" / f"{m}.json", dev) for m in MODELS]
+    official = {
+        p.name: {
+            "em": round(100 * float(example_scores(dev, p, "em").mean()), 2),
+            "f1": round(100 * float(example_scores(dev, p, "f1").mean()), 2),
+        }
+        for p in preds
+    }
+    t_load = time.perf_counter() - t0
+
+    plain = [n for n in list_heuristics("qa") if not HEURISTICS[n].requires_spacy]
+    spacy_h = [n for n in list_heuristics("qa") if HEURISTICS[n].requires_spacy]
+    t0 = time.perf_counter()
+    # No cache: the timings are those of a first run.
+    attrs = compute_heuristics(dev, plain, cache_dir=False)
+    t_plain = time.perf_counter() - t0
+    t_spacy = 0.0
+    spacy_error = None
+    if not args.no_spacy and spacy_h:
+        t0 = time.perf_counter()
+        try:
+            extra = compute_heuristics(dev, spacy_h, cache_dir=False)
+            for h in spacy_h:
+                attrs[h] = extra[h].to_numpy()
+        except ImportError as e:  # spaCy or its model missing: report without them
+            spacy_error = str(e)
+            spacy_h = []
+        t_spacy = time.perf_counter() - t0
+    else:
+        spacy_h = []
+    heuristics = plain + spacy_h
+
+    tables: dict = {}
+    timings: dict = {}
+    shared_results = {}
+    for metric in ("em", "f1"):
+        t0 = time.perf_counter()
+        shared = bias_table(dev, preds, attrs, metric=metric, reference=REFERENCE)
+        timings[f"bias_shared_{metric}_s"] = round(time.perf_counter() - t0, 3)
+        t0 = time.perf_counter()
+        own = bias_table(dev, preds, attrs, metric=metric, shared_threshold=False)
+        timings[f"bias_own_{metric}_s"] = round(time.perf_counter() - t0, 3)
+        fixed = {h: t for h, t in PAPER_QA_THRESHOLDS.items() if h in heuristics}
+        paper = bias_table(dev, preds, attrs[["id", *fixed]], metric=metric, thresholds=fixed)
+        tables[metric] = {
+            "shared_threshold": summarise(shared, heuristics),
+            "own_threshold": summarise(own, heuristics),
+            "paper_threshold": summarise(paper, list(fixed)),
+            "summary": shared.summary,
+        }
+        shared_results[metric] = shared
+
+    comparison = {}
+    for h in heuristics:
+        ours = tables["em"]["shared_threshold"][h]
+        ref = ours["models"][REFERENCE]
+        comparison[h] = {
+            "paper_threshold": PAPER_QA_THRESHOLDS.get(h),
+            "our_threshold_em": ours.get("threshold"),
+            "our_threshold_f1": tables["f1"]["shared_threshold"][h].get("threshold"),
+            "paper_worse_group_n": PAPER_QA_WORSE_GROUP_SIZES.get(h),
+            "our_worse_group_n_em": ref["worse_group_n"],
+            "our_worse_group_em": ref["worse_group"],
+            "validity_em": ref["validity"],
+        }
+
+    # A run directory with the report of the paper's setting (EM, shared thresholds).
+    run_dir = Path(args.run_dir)
+    res = shared_results["em"]
+    res.save(run_dir / "prediction_bias")
+    write_manifest(
+        run_dir,
+        command=["python", "bench/prediction_bias_squad.py", *(argv or sys.argv[1:])],
+        config={"prediction_bias": res.params},
+        seed=0,
+        datasets={"eval": dataset_entry(dev)},
+        detectors=["prediction_bias"],
+        timings={"total_s": time.perf_counter() - t_all},
+        statuses={"prediction_bias": res.status},
+    )
+    import spurious.report.sections_bias  # noqa: F401  (registers the section)
+
+    render_report(run_dir)
+
+    total = time.perf_counter() - t_all
+    result = {
+        "dataset": {"path": "squad/dev-v1.1.json", "n": len(dev), "fingerprint": dev.fingerprint},
+        "models": list(MODELS),
+        "reference": REFERENCE,
+        "official_scores": official,
+        "heuristics": heuristics,
+        "spacy_heuristics": spacy_h,
+        "spacy_error": spacy_error,
+        "bootstrap": {"n_trials": 100, "sample_size": 800, "quantiles": [0.025, 0.975], "seed": 0},
+        "tables": tables,
+        "paper_comparison": comparison,
+        "timings_s": {
+            "load_and_score": round(t_load, 3),
+            "heuristics_without_spacy": round(t_plain, 3),
+            "heuristics_spacy": round(t_spacy, 3),
+            **timings,
+            "sweep_excluding_spacy": round(total - t_spacy, 3),
+            "sweep_including_spacy": round(total, 3),
+        },
+        "versions": dependency_versions(),
+    }
+    atomic_write_json(args.out, result)
+    print(f"wrote {args.out}; report {run_dir / 'report.html'}; total {total:.1f}s")
+    for metric in ("em", "f1"):
+        print(f"\n[{metric}] shared thresholds from {REFERENCE}")
+        for h in heuristics:
+            e = tables[metric]["shared_threshold"][h]
+            cells = "  ".join(
+                f"{n}={e['models'][n]['bias']}/{e['models'][n]['worse_performance']}"
+                for n in MODELS
+            )
+            human = e["human"][0]["bias"] if e["human"] else None
+            print(f"  {h:<22} T={e.get('threshold')} n={e.get('n_low')}/{e.get('n_high')}  "
+                  f"{cells}  human={human}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,260 @@
+"""Prediction bias (Algorithm 1), threshold search (App. C), natural bias, bias_table."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from spurious.data import Dataset
+from spurious.data.predictions import align_predictions
+from spurious.evaluate.prediction_bias import (
+    bias_table,
+    candidate_thresholds,
+    natural_bias,
+    prediction_bias,
+    threshold_search,
+)
+from spurious.exceptions import ParameterError, SchemaError
+from spurious.report.sections import build_section
+from spurious.results import DetectorResult
+
+FAST = {"n_trials": 50, "sample_size": 200}
+
+
+# -- known answers ------------------------------------------------------------------------
+def test_all_correct_vs_all_wrong_is_bias_one():
+    attr = np.arange(2000) % 10
+    correct = (attr <= 4).astype(float)
+    res = prediction_bias(correct, attr, threshold=4, **FAST)
+    assert res.bias == 1.0 and res.margin == 1.0
+    assert (res.low.n, res.high.n) == (1000, 1000)
+    assert (res.low.ci_low, res.low.ci_high, res.high.ci_low, res.high.ci_high) == (1, 1, 0, 0)
+    assert res.worse_group == "high" and res.worse_performance == 0.0
+    assert res.validity == "fixed" and res.valid  # both groups >= 2 x 200
+
+
+def test_constant_groups_give_the_exact_gap():
+    # Every bootstrap mean of a constant group is that constant: bias = 0.9 - 0.4.
+    attr = np.r_[np.zeros(500), np.ones(700)]
+    score = np.r_[np.full(500, 0.4), np.full(700, 0.9)]
+    res = prediction_bias(score, attr, threshold=0, **FAST)
+    assert res.bias == pytest.approx(0.5) and res.gap == pytest.approx(-0.5)
+    assert res.worse_group == "low" and res.worse_performance == pytest.approx(0.4)
+    # The formula is symmetric in the groups.
+    flipped = prediction_bias(score, -attr, threshold=-0.5, **FAST)
+    assert flipped.bias == pytest.approx(0.5) and flipped.worse_group == "high"
+
+
+def test_bias_is_the_gap_between_the_returned_quantiles():
+    rng = np.random.default_rng(1)
+    attr = rng.integers(0, 10, 5000)
+    correct = (rng.random(5000) < np.where(attr > 4, 0.55, 0.7)).astype(float)
+    res = prediction_bias(correct, attr, threshold=4)
+    lo, hi = res.low, res.high
+    expected = max(0.0, lo.ci_low - hi.ci_high, hi.ci_low - lo.ci_high)
+    assert res.bias == pytest.approx(expected) and res.bias > 0.05
+    # Default: 100 trials of 800 -> the 2.5% quantile of a mean of 800 Bernoulli(p).
+    for g in (lo, hi):
+        half = 1.96 * np.sqrt(g.mean * (1 - g.mean) / 800)
+        assert g.ci_low == pytest.approx(g.mean - half, abs=0.015)
+        assert g.ci_high == pytest.approx(g.mean + half, abs=0.015)
+        assert g.boot_mean == pytest.approx(g.mean, abs=0.01)
+
+
+def test_without_replacement_a_group_of_sample_size_has_no_spread():
+    attr = np.r_[np.zeros(200), np.ones(300)]
+    score = np.random.default_rng(0).random(500)
+    res = prediction_bias(score, attr, threshold=0, replace=False, **FAST)
+    assert res.low.ci_low == pytest.approx(res.low.mean)
+    assert res.low.ci_high == pytest.approx(res.low.mean)
+
+
+# -- threshold search ---------------------------------------------------------------------
+def test_planted_threshold_is_found():
+    rng = np.random.default_rng(0)
+    attr = rng.integers(0, 11, 8000).astype(float)
+    correct = (rng.random(8000) < np.where(attr > 5, 0.35, 0.85)).astype(float)
+    res = threshold_search(correct, attr, n_trials=100, sample_size=800)
+    assert res.threshold == 5.0 and res.validity == "strict"
+    assert res.bias > 0.4 and res.worse_group == "high"
+    curve = res.curve
+    assert curve["threshold"].tolist() == list(np.arange(0.0, 10.0))
+    assert curve.loc[curve["bias"].idxmax(), "threshold"] == 5.0
+    # Candidates outside the validity interval are never chosen.
+    assert not curve.loc[curve["threshold"] == 9.0, "valid"].item()
+
+
+def test_null_case_has_no_bias_and_a_valid_threshold():
+    rng = np.random.default_rng(3)
+    attr = rng.random(10000)
+    correct = (rng.random(10000) < 0.7).astype(float)
+    res = threshold_search(correct, attr)
+    assert res.bias == 0.0 and res.margin < 0
+    assert res.valid and res.validity == "strict"
+    assert min(res.low.n, res.high.n) >= 1600
+    valid = res.curve[res.curve["valid"]]
+    assert (valid["bias"] == 0).all()
+
+
+def test_validity_interval_excludes_small_groups():
+    # The real cut (attr > 8) leaves ~1000 of 10000 examples: below 2 x 800.
+    rng = np.random.default_rng(0)
+    attr = rng.integers(0, 10, 10000).astype(float)
+    correct = (rng.random(10000) < np.where(attr > 8, 0.2, 0.8)).astype(float)
+    res = threshold_search(correct, attr)
+    assert res.validity == "strict" and res.threshold < 8
+    assert min(res.low.n, res.high.n) >= 1600
+    cut = res.curve.set_index("threshold")
+    assert not cut.loc[8.0, "valid"] and cut.loc[8.0, "bias"] > res.bias
+
+
+def test_relaxed_rule_when_no_strictly_valid_threshold_separates():
+    # n = 2400 with samples of 800: no split leaves 1600 on both sides.
+    attr = np.repeat(np.arange(6.0), 400)
+    correct = (attr >= 3).astype(float)
+    res = threshold_search(correct, attr)
+    assert res.validity == "relaxed" and not res.valid
+    assert res.threshold == 2.0 and res.bias == 1.0
+
+
+def test_no_usable_threshold(caplog):
+    attr = np.arange(1000.0)
+    with caplog.at_level(logging.WARNING):
+        res = threshold_search(np.ones(1000), attr)
+    assert res.validity == "invalid" and np.isnan(res.bias) and np.isnan(res.threshold)
+    assert "no threshold leaves 800" in caplog.text
+
+
+def test_candidate_grid():
+    assert candidate_thresholds([0.05, 0.93]).tolist() == [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6,
+                                                            0.7, 0.8, 0.9]  # fmt: skip
+    assert candidate_thresholds([-2, 1.5, 3]).tolist() == [-2.0, -1.0, 0.0, 1.0, 2.0]
+    assert candidate_thresholds([4, 4, np.nan]).size == 0
+    assert candidate_thresholds([0, 10], step=2.5).tolist() == [0.0, 2.5, 5.0, 7.5]
+
+
+def test_seeded_missing_values_and_errors():
+    rng = np.random.default_rng(2)
+    attr = rng.integers(0, 10, 3000).astype(float)
+    correct = rng.random(3000)
+    a = prediction_bias(correct, attr, 4, random_state=7, **FAST)
+    b = prediction_bias(correct, attr, 4, random_state=7, **FAST)
+    c = prediction_bias(correct, attr, 4, random_state=8, **FAST)
+    assert a.to_dict() == b.to_dict() and a.low.ci_low != c.low.ci_low
+    attr_nan = attr.copy()
+    attr_nan[:10] = np.nan
+    assert prediction_bias(correct, attr_nan, 4, **FAST).n_excluded == 10
+    with pytest.raises(ParameterError, match="'sample_size' parameter"):
+        prediction_bias(correct, attr, 4, sample_size=0)
+    with pytest.raises(ParameterError, match="q_low < q_high"):
+        prediction_bias(correct, attr, 4, quantiles=(0.9, 0.1))
+    with pytest.raises(ParameterError, match="one group"):
+        prediction_bias(correct, attr, 99)
+    with pytest.raises(ParameterError, match="same length"):
+        prediction_bias(correct[:5], attr)
+
+
+def test_natural_bias_is_the_minimum_over_annotators():
+    attr = np.arange(4000) % 10
+    biased = (attr <= 5).astype(float)
+    humans = np.vstack([biased, np.ones(4000), np.full(4000, np.nan)])
+    r = natural_bias(humans, attr, 5, **FAST)
+    assert r.bias == 0.0 and r.annotator == 1
+    # The third annotator answered nothing: below the coverage floor, ignored.
+    assert sorted(r.per_annotator) == [0, 1]
+    assert r.per_annotator[0].bias == 1.0
+
+
+# -- across models ------------------------------------------------------------------------
+def _toy_qa(n=4000, seed=0):
+    rng = np.random.default_rng(seed)
+    ids = [f"q{i}" for i in range(n)]
+    attr = rng.integers(0, 10, n).astype(float)
+    # Three annotators who agree except that the third misses on 10% of questions.
+    third = np.where(rng.random(n) < 0.1, "other", "gold")
+    frame = pd.DataFrame(
+        {
+            "id": ids,
+            "question": ["q"] * n,
+            "context": ["c"] * n,
+            "answers": [["gold", "gold", t] for t in third],
+        }
+    )
+    ds = Dataset.from_frame(frame, "qa", name="toy")
+    right_low = rng.random(n) < np.where(attr > 6, 0.3, 0.9)  # biased model
+    right_any = rng.random(n) < 0.6  # unbiased model
+    preds = [
+        align_predictions(dict(zip(ids, np.where(right_low, "gold", "x"), strict=True)), ds, name="biased"),
+        align_predictions(dict(zip(ids, np.where(right_any, "gold", "x"), strict=True)), ds, name="fair"),
+    ]  # fmt: skip
+    attributes = pd.DataFrame({"id": ids[::-1], "h": attr[::-1], "noise": rng.random(n)[::-1]})
+    return ds, preds, attributes
+
+
+def test_bias_table_shared_threshold(tmp_path):
+    ds, preds, attributes = _toy_qa()
+    res = bias_table(ds, preds, attributes, metric="em", **FAST)
+    m = res.metrics
+    assert res.detector == "prediction_bias"
+    assert m["threshold_h"] == 6.0 and m["bias_biased_h"] > 0.4
+    assert m["bias_fair_h"] < 0.05 and m["natural_bias_h"] == 0.0
+    assert m["worse_group_biased_h"] == pytest.approx(0.3, abs=0.05)
+    assert m["n_low_h"] + m["n_high_h"] == 4000
+    assert m["overall_fair"] == pytest.approx(0.6, abs=0.03)
+    # Scores are keyed by id in dataset order, with the attribute realigned by id.
+    s = res.scores
+    assert s["id"].tolist() == ds.ids.tolist()
+    assert {"attr_h", "score_biased", "score_fair", "score_annotator0", "group_h"} <= set(s)
+    assert (s["group_h"] == np.where(s["attr_h"] <= 6, "low", "high")).all()
+    row = next(r for r in res.details["table"] if r["model"] == "biased" and r["heuristic"] == "h")
+    assert row["n_low"] == m["n_low_h"] and row["validity"] == "strict"
+    assert set(res.details["curves"]["h"]["bias"]) == {"biased", "fair", "human"}
+    # The vectorised multi-model sweep equals the single-model function (same draws).
+    single = prediction_bias(s["score_fair"].to_numpy(), s["attr_h"].to_numpy(), 6.0, **FAST)
+    assert m["bias_fair_h"] == pytest.approx(single.bias)
+    assert row["low_ci_low"] == pytest.approx(
+        prediction_bias(
+            s["score_biased"].to_numpy(), s["attr_h"].to_numpy(), 6.0, **FAST
+        ).low.ci_low
+    )
+    # Round trip through the on-disk form, and the report section renders with plots.
+    res.save(tmp_path / "pb")
+    back = DetectorResult.load(tmp_path / "pb", expected_fingerprints={"eval": ds.fingerprint})
+    assert back.metrics["bias_biased_h"] == m["bias_biased_h"]
+    import spurious.report.sections_bias  # noqa: F401
+
+    section = build_section(back)
+    assert section.status == "ok" and "data:image/svg+xml" in section.html_body
+    assert "human" in section.html_body and "biased" in section.html_body
+
+
+def test_bias_table_own_thresholds_reference_and_fixed():
+    ds, preds, attributes = _toy_qa(seed=1)
+    own = bias_table(ds, preds, attributes, heuristics=["h"], shared_threshold=False, **FAST)
+    assert own.metrics["threshold_biased_h"] == 6.0
+    assert "threshold_h" not in own.metrics and "natural_bias_biased_h" in own.metrics
+    ref = bias_table(ds, preds, attributes, reference="fair", metric="f1", **FAST)
+    assert ref.params["reference"] == "fair"
+    fixed = bias_table(ds, preds, attributes, thresholds={"h": 3}, natural=False, **FAST)
+    assert fixed.metrics["threshold_h"] == 3.0 and "natural_bias_h" not in fixed.metrics
+    with pytest.raises(ParameterError, match="reference"):
+        bias_table(ds, preds, attributes, reference="nope")
+    with pytest.raises(ParameterError, match="distinct names"):
+        bias_table(ds, [preds[0], preds[0]], attributes)
+    with pytest.raises(SchemaError, match="lacks 1 of the 4000 ids"):
+        bias_table(ds, preds, attributes.iloc[1:])
+
+
+def test_sweep_is_vectorised_and_fast():
+    rng = np.random.default_rng(0)
+    n = 10000
+    attr = rng.integers(0, 60, n).astype(float)
+    start = time.perf_counter()
+    for _ in range(3):
+        threshold_search((rng.random(n) < 0.7).astype(float), attr)
+    # 3 x 60 candidates x 2 groups x 100 x 800 draws; a Python loop per resample takes minutes.
+    assert time.perf_counter() - start < 10
