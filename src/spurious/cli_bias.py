@@ -156,7 +156,7 @@ def _cell(bias: float | None, worse: float | None) -> str:
     "--metric",
     type=click.Choice(["f1", "em", "accuracy"]),
     default=None,
-    help="Per-example score: f1 (QA default), em (exact match, the paper's choice) or "
+    help="Per-example score: em (exact match; QA default, as in the paper), f1, or "
     "accuracy (classification default).",
 )
 @click.option(

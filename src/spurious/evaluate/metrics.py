@@ -257,15 +257,18 @@ def example_scores(dataset, predictions, metric: str | None = None) -> np.ndarra
 
 
 def resolve_metric(has_labels: bool, metric: str | None) -> str:
-    """The metric to use for a task: ``f1`` for QA and ``accuracy`` for classes by default.
+    """The metric to use for a task: ``em`` for QA and ``accuracy`` for classes by default.
+
+    Exact match is the default for QA because paper 001 measures prediction bias with it
+    (Sec. 3 step v, Figs. 2, 4, 5).
 
     Examples
     --------
-    >>> resolve_metric(False, None), resolve_metric(True, None), resolve_metric(False, "em")
-    ('f1', 'accuracy', 'em')
+    >>> resolve_metric(False, None), resolve_metric(True, None), resolve_metric(False, "f1")
+    ('em', 'accuracy', 'f1')
     """
     if metric is None:
-        return "accuracy" if has_labels else "f1"
+        return "accuracy" if has_labels else "em"
     allowed = ("accuracy",) if has_labels else QA_METRICS
     if metric not in allowed:
         kind = "classification" if has_labels else "QA"

@@ -478,7 +478,7 @@ def bias_table(
     heuristics : sequence of str, optional
         Columns of ``attributes`` to use (default: all but ``id``).
     metric : {"f1", "em", "accuracy"}, optional
-        Per-example score (default ``f1`` for QA, ``accuracy`` otherwise).
+        Per-example score (default ``em`` for QA, as in paper 001, ``accuracy`` otherwise).
     shared_threshold : bool, default=True
         Choose each heuristic's threshold on the ``reference`` model and split every
         model there (as the paper does for its OOD models, so that models and the human
