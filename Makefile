@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.spurious-installed
-EXTRAS ?= encoder,hf,bench,test,spacy
+EXTRAS ?= encoder,hf,bench,test,spacy,ray
 PYTEST_ARGS ?=
 
 .PHONY: demo test test-slow test-all lint format bench clean install

@@ -20,7 +20,16 @@ from spurious.exceptions import DetectorError, ResultLoadError
 from spurious.results import DetectorResult
 from spurious.run import run_detectors
 
-FAST_PARAMS: dict[str, dict] = {"partial_input": {"n_resamples": 50}}
+FAST_PARAMS: dict[str, dict] = {
+    "partial_input": {"n_resamples": 50},
+    "aflite": {
+        "features": "tfidf",
+        "n_partitions": 8,
+        "train_size": 0.3,
+        "slice_size": 0.1,
+        "max_rounds": 3,
+    },
+}
 DETECTORS = sorted(REGISTRY)
 
 

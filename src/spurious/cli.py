@@ -346,8 +346,10 @@ def list_detectors() -> None:
 
 
 # Commands defined in their own modules (they import the helpers above lazily).
+from spurious.cli_aflite import aflite  # noqa: E402
 from spurious.cli_bias import bias, resample  # noqa: E402
 
+main.add_command(aflite)
 main.add_command(bias)
 main.add_command(resample)
 

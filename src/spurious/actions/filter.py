@@ -3,7 +3,9 @@
 :func:`filter_dataset` returns the kept rows as a :class:`~spurious.data.Dataset`;
 :func:`write_filtered` writes them, atomically, as JSONL, CSV, TSV, Parquet or a
 Hugging Face dataset folder. Rows keep every column the source had (a Dataset frame
-keeps extra columns); ``field_map`` renames canonical fields back to the source's names.
+keeps extra columns) plus ``id`` (content-hash ids when the source had none), without the
+derived ``label_id``; ``field_map`` renames canonical fields back to the source's names.
+TSV is written unquoted, as NLP corpora are and as :func:`spurious.load_dataset` reads it.
 """
 
 from __future__ import annotations

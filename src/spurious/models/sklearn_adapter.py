@@ -62,7 +62,7 @@ def make_probe(spec: str | Any = "logistic", random_state: int | None = 0, **kwa
     if spec == "rbf-svm":
         from sklearn.svm import SVC
 
-        return SVC(kernel="rbf", probability=False, random_state=random_state, **kwargs)
+        return SVC(kernel="rbf", random_state=random_state, **kwargs)
     if spec == "mlp":
         from sklearn.neural_network import MLPClassifier
 

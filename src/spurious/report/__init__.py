@@ -23,7 +23,7 @@ from spurious.report.sections import (
 )
 
 # Importing a section module registers its section.
-from spurious.report import sections_bias  # noqa: F401  isort: skip
+from spurious.report import sections_aflite, sections_bias  # noqa: F401  isort: skip
 
 __all__ = [
     "REPORT_FILENAME",

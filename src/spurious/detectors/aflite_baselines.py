@@ -1,0 +1,144 @@
+"""Size-matched baselines for AFLite (paper 000, Sec. 4.2).
+
+AFLite shrinks a dataset; to tell the effect of *which* examples it keeps from the
+effect of keeping fewer, the paper compares it with a random subset of the same size
+(D_92k, D_182k). :func:`one_shot_filter_baseline` is the other natural control: filter
+down to the same size in one shot, from a single classifier, without AFLite's rounds
+and ensembles. Accuracy comparisons on these subsets are left to experiment scripts.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral
+from typing import Any
+
+import numpy as np
+
+from spurious.data.dataset import Dataset
+from spurious.detectors.aflite import (
+    _make_model,
+    predictability,
+    resolve_size,
+    sample_partitions,
+    score_partitions,
+)
+from spurious.exceptions import ParameterError
+from spurious.execution import LocalExecutor
+
+__all__ = ["one_shot_filter_baseline", "random_subset_baseline"]
+
+
+def _check_size(size: Any, n: int, owner: str) -> int:
+    if not isinstance(size, Integral) or isinstance(size, bool) or not 1 <= size <= n:
+        raise ParameterError(
+            f"The 'size' parameter of {owner} must be an int in the range [1, {n}] (the number "
+            f"of examples to keep). Got {size!r} instead."
+        )
+    return int(size)
+
+
+def random_subset_baseline(dataset: Dataset, size: int, random_state: int | None = 0) -> Dataset:
+    """A uniform random subset of ``size`` examples (rows keep their original order).
+
+    Parameters
+    ----------
+    dataset : Dataset
+    size : int
+        Examples to keep, e.g. the size of the AFLite-filtered set
+        (``result.metrics["n_final"]``).
+    random_state : int or None, default=0
+
+    Returns
+    -------
+    Dataset
+
+    Examples
+    --------
+    >>> from spurious.data.synthetic import make_nli_artifacts
+    >>> ds = make_nli_artifacts(n=60, random_state=0).dataset
+    >>> len(random_subset_baseline(ds, 20, random_state=1))
+    20
+    """
+    size = _check_size(size, len(dataset), "random_subset_baseline")
+    rng = np.random.default_rng(random_state)
+    keep = np.sort(rng.choice(len(dataset), size=size, replace=False))
+    return dataset.subset(keep, f"{dataset.name}[random {size}]")
+
+
+def one_shot_filter_baseline(
+    X: Any,
+    y: np.ndarray,
+    size: int,
+    model: Any = "logistic",
+    train_size: int | float = 0.1,
+    random_state: int | None = 0,
+    *,
+    n_partitions: int = 1,
+    groups: np.ndarray | None = None,
+) -> np.ndarray:
+    """Filter to ``size`` examples in one round: drop the most predictable ones.
+
+    One classifier (``n_partitions=1``) is trained on ``train_size`` random examples
+    and predicts the others; examples it gets right are removed first (ties at random),
+    then, if more must go, the others. Its own training examples have no score and are
+    removed last.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix, shape (N, d)
+        Features.
+    y : ndarray of int, shape (N,)
+        Label ids.
+    size : int
+        Examples to keep.
+    model : str, estimator or PartitionModel, default="logistic"
+        As :class:`~spurious.detectors.aflite.AFLite`'s ``model``.
+    train_size : int or float, default=0.1
+        Training examples of the classifier (a float is a fraction of N).
+    random_state : int or None, default=0
+    n_partitions : int, default=1
+        More than one scores each example by the fraction of held-out predictions
+        that are right (one AFLite round without iteration).
+    groups : ndarray, optional
+        Group keys kept on one side of the training split.
+
+    Returns
+    -------
+    ndarray of int64
+        Indices of the kept examples, ascending.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 3)).astype(np.float32)
+    >>> y = (X[:, 0] > 0).astype(int)
+    >>> keep = one_shot_filter_baseline(X, y, 50, model="sklearn-logistic", train_size=50)
+    >>> len(keep), bool(np.all(np.diff(keep) > 0))
+    (50, True)
+    """
+    y = np.asarray(y, dtype=np.int64)
+    n = len(y)
+    size = _check_size(size, n, "one_shot_filter_baseline")
+    t = resolve_size(train_size, n, "train_size")
+    if not 1 <= t < n:
+        raise ParameterError(
+            f"The 'train_size' parameter of one_shot_filter_baseline must leave held-out "
+            f"examples: 1 <= t < {n}. Got t={t}."
+        )
+    if groups is None:
+        codes = np.arange(n)
+    else:
+        codes = np.unique(np.asarray(groups, dtype=object).astype(str), return_inverse=True)[1]
+    entropy = 0 if random_state is None else int(random_state)
+    rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(1, 0)))
+    train_idx, excluded = sample_partitions(codes, t, n_partitions, rng)
+    part_model = _make_model(model, random_state)
+    shared = {"X": X, "y": y, "model": part_model, "n_classes": int(y.max()) + 1}
+    correct, held = score_partitions(
+        LocalExecutor(), shared, None, train_idx, excluded, n_partitions
+    )
+    p = predictability(correct, held)
+    # Removal order: highest p first, random among ties, unscored (training) rows last.
+    key_p = np.where(np.isfinite(p), p, -1.0)
+    order = np.lexsort((rng.random(n), -key_p))
+    return np.sort(order[n - size :]).astype(np.int64)

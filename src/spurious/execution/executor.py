@@ -1,0 +1,225 @@
+"""Executors: run independent pieces of work (AFLite's partition fits) locally or on Ray.
+
+An :class:`Executor` maps a function over a list of items and returns the results in
+item order. Big read-only inputs (a feature matrix) are handed over once with
+:meth:`Executor.put` and passed to every call as ``shared``; on Ray that places them in
+the object store a single time, and workers read them without copying.
+
+Functions given to :meth:`Executor.map` must be importable module-level functions
+(Ray ships them to worker processes by reference) and must be pure: the same item and
+shared input give the same result wherever they run.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from spurious.exceptions import ParameterError, missing_dependency
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["EXECUTORS", "Executor", "LocalExecutor", "RayExecutor", "make_executor"]
+
+#: Short names accepted by :func:`make_executor` (and the CLI's ``--executor``).
+EXECUTORS = ("local", "ray")
+
+
+class Executor:
+    """Maps a function over items, in order. Subclasses implement :meth:`map`.
+
+    Examples
+    --------
+    >>> LocalExecutor().map(lambda item, shared: item * shared, [1, 2, 3], shared=10)
+    [10, 20, 30]
+    """
+
+    #: Short name (``"local"``, ``"ray"``), recorded in provenance.
+    name: str = ""
+
+    def put(self, obj: Any) -> Any:
+        """Hand a big read-only object over once; pass the result as ``shared`` to :meth:`map`."""
+        return obj
+
+    def map(self, fn: Callable[..., Any], items: Sequence[Any], *, shared: Any = None) -> list:
+        """``[fn(item, shared) for item in items]``, possibly in parallel, in item order.
+
+        Parameters
+        ----------
+        fn : callable
+            ``fn(item, shared)``; a module-level function when the executor is remote.
+        items : sequence
+            One call per item.
+        shared : object, optional
+            A value (or what :meth:`put` returned) given to every call.
+        """
+        raise NotImplementedError  # pragma: no cover  (abstract)
+
+    @property
+    def n_workers(self) -> int:
+        """How many calls can run at once (used to size chunks of work)."""
+        return 1
+
+    def close(self) -> None:
+        """Release what the executor started (no-op by default)."""
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class LocalExecutor(Executor):
+    """Runs every call in this process, one after another (the default).
+
+    Linear algebra inside each call (numpy, PyTorch) already uses the machine's cores.
+
+    Examples
+    --------
+    >>> LocalExecutor().map(divmod, [7, 9], shared=4)
+    [(1, 3), (2, 1)]
+    """
+
+    name = "local"
+
+    def map(self, fn: Callable[..., Any], items: Sequence[Any], *, shared: Any = None) -> list:
+        return [fn(item, shared) for item in items]
+
+    def __repr__(self) -> str:
+        return "LocalExecutor()"
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise missing_dependency("ray", "ray", "The Ray executor") from None
+    return ray
+
+
+def _apply(fn: Callable[..., Any], item: Any, shared: Any) -> Any:
+    # Ray resolves an ObjectRef passed as a top-level argument before the call, so
+    # ``shared`` arrives here as the object itself (zero-copy for numpy arrays).
+    return fn(item, shared)
+
+
+class RayExecutor(Executor):
+    """Runs every call as a Ray task; needs ``pip install 'spurious[ray]'``.
+
+    Parameters
+    ----------
+    address : str, optional
+        Address of a running Ray cluster (``"auto"``, ``"ray://host:10001"``). ``None``
+        connects to the cluster this process already joined, or starts a local one.
+    num_cpus : int, optional
+        CPUs of the local Ray instance when one is started here.
+    num_cpus_per_task : float, default=1
+        Ray resources each call reserves.
+
+    Notes
+    -----
+    Ray is started lazily, at the first :meth:`put` or :meth:`map`. If this executor
+    started it, :meth:`close` shuts it down; a Ray instance the caller started is left
+    running.
+
+    Examples
+    --------
+    >>> ex = RayExecutor(num_cpus=2)   # nothing starts until it is used
+    >>> ex.name
+    'ray'
+    """
+
+    name = "ray"
+
+    def __init__(
+        self,
+        address: str | None = None,
+        num_cpus: int | None = None,
+        num_cpus_per_task: float = 1,
+    ) -> None:
+        self.address = address
+        self.num_cpus = num_cpus
+        self.num_cpus_per_task = num_cpus_per_task
+        self._started_here = False
+        self._remote = None
+
+    def _ray(self):
+        ray = _import_ray()
+        if not ray.is_initialized():
+            logger.info("starting Ray (address=%r, num_cpus=%r)", self.address, self.num_cpus)
+            ray.init(
+                address=self.address,
+                num_cpus=self.num_cpus,
+                include_dashboard=False,
+                ignore_reinit_error=True,
+                logging_level=logging.WARNING,
+            )
+            self._started_here = True
+        return ray
+
+    def put(self, obj: Any) -> Any:
+        return self._ray().put(obj)
+
+    def map(self, fn: Callable[..., Any], items: Sequence[Any], *, shared: Any = None) -> list:
+        ray = self._ray()
+        if self._remote is None:
+            self._remote = ray.remote(num_cpus=self.num_cpus_per_task)(_apply)
+        if shared is not None and not isinstance(shared, ray.ObjectRef):
+            # Put once per map rather than once per task.
+            shared = ray.put(shared)
+        refs = [self._remote.remote(fn, item, shared) for item in items]
+        return ray.get(refs)
+
+    @property
+    def n_workers(self) -> int:
+        ray = self._ray()
+        cpus = float(ray.cluster_resources().get("CPU", 1.0))
+        return max(1, math.floor(cpus / max(self.num_cpus_per_task, 1e-9)))
+
+    def close(self) -> None:
+        if self._started_here:
+            ray = _import_ray()
+            if ray.is_initialized():
+                ray.shutdown()
+            self._started_here = False
+        self._remote = None
+
+    def __repr__(self) -> str:
+        return f"RayExecutor(address={self.address!r}, num_cpus={self.num_cpus!r})"
+
+
+def make_executor(spec: str | Executor | None = "local", **kwargs: Any) -> Executor:
+    """An executor from a short name (``"local"``, ``"ray"``) or an :class:`Executor`.
+
+    Parameters
+    ----------
+    spec : {"local", "ray"}, Executor or None
+        ``None`` means ``"local"``. An executor instance is returned as is.
+    **kwargs
+        Passed to :class:`RayExecutor` (``address``, ``num_cpus``).
+
+    Examples
+    --------
+    >>> make_executor("local")
+    LocalExecutor()
+    >>> make_executor("dask")
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.ParameterError: The 'executor' parameter must be one of ['local', 'ray'] or an Executor. Got 'dask' instead.
+    """
+    if spec is None:
+        spec = "local"
+    if isinstance(spec, Executor):
+        return spec
+    if spec == "local":
+        return LocalExecutor()
+    if spec == "ray":
+        _import_ray()  # fail early, naming the extra
+        return RayExecutor(**kwargs)
+    raise ParameterError(
+        f"The 'executor' parameter must be one of {list(EXECUTORS)} or an Executor. "
+        f"Got {spec!r} instead."
+    )
