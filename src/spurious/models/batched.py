@@ -13,45 +13,55 @@ Design
 ------
 * **One matmul for many classifiers.** A group of ``chunk_size`` classifiers is evaluated
   with one GEMM ``X @ W_group`` (``W_group`` is ``d x chunk_size*(k-1)``) over all ``N``
-  rows; each classifier then reads the logits of its own ``t`` rows (a gather) and its
-  gradient is scattered into a zero matrix so a second GEMM ``G^T X`` gives every
-  classifier's gradient. This spends ``N/t`` times the minimal FLOPs but runs at dense
-  GEMM speed; per-classifier gathers (``t x d @ d x (k-1)``) are memory-bound on a CPU and
-  were not faster in our measurements (``bench/results/aflite_round.json``). Gathered
-  copies of the rows are never materialised.
+  rows; each classifier then gathers the logits of its own ``t`` rows, and its gradient
+  rows are scattered into a zero ``N x chunk_size*(k-1)`` matrix so that a second GEMM
+  ``G^T X`` gives every classifier's gradient. This spends ``N/t`` times the minimal FLOPs
+  but runs at dense GEMM speed. Per-classifier gathers (``t x d @ d x (k-1)``) would be
+  memory-bound: this machine streams ~10 GB/s, i.e. ~1.3 s per evaluation for gathering
+  ``m t d`` floats at the paper's SNLI scale, against ~2 s of float32 GEMM that also
+  does the work. Gathered copies of the rows are never materialised; memory beyond ``X``
+  is O(N chunk_size k) plus the O((d k)^2) preconditioner.
 * **k-1 logits per classifier.** The minimiser has zero-sum class weights (the loss is
-  invariant to adding a vector to every class, the penalty is not), so weights are kept in
-  an orthonormal zero-sum basis: ``k-1`` GEMM columns per classifier instead of ``k``, with
-  an identical objective.
-* **Optimiser.** Full-batch L-BFGS (float64 state) per classifier, batched with masks:
-  every classifier has its own history, step size and line search, and stops on its own
-  when the max-abs gradient of the objective above, in the original parameters
-  ``(W, b)``, is at most ``tol`` (scikit-learn's ``gtol``) or after ``max_iter``
-  iterations. The line search brackets the zero of the directional derivative (a
-  derivative-only Wolfe search); it never compares loss values, which are too coarse once
-  logits are rounded to bfloat16.
-* **Preconditioning and warm start.** A *pooled* model (same objective, fitted on a fixed
-  strided subsample of ``X``) gives a shared starting point, and the exact Hessian of
-  the objective at the pooled solution (estimated on a subsample) gives a shared
-  preconditioner: each classifier runs L-BFGS in coordinates where that Hessian is the
-  identity. Classifiers fitted on random subsets of the same data sit close to the pooled
-  solution and have nearly the same Hessian, so a few iterations suffice. Both depend on
-  ``X``, ``y``, ``t`` and the hyperparameters only (not on which classifiers are fitted),
-  and the penalty stays on the original weights, so the minimiser is scikit-learn's.
+  invariant to adding a vector to every class, the penalty is not), so weights live in an
+  orthonormal zero-sum basis: ``k-1`` GEMM columns per classifier instead of ``k``, same
+  objective. A classifier whose rows hold two classes is binary (scikit-learn's binary
+  objective, one weight vector); absent classes are never predicted.
+* **Optimiser.** Full-batch L-BFGS (float64 state, history 10) per classifier, batched
+  with masks: each classifier has its own history, step and line search and stops on its
+  own when the max-abs gradient of its objective, in the original parameters ``(W, b)``
+  and class space, is at most ``tol`` (scikit-learn's ``gtol`` for ``lbfgs``) or after
+  ``max_iter`` iterations. The line search brackets the zero of the directional
+  derivative (secant steps; accepts ``-0.9 <= phi'(a)/|phi'(0)| <= 0.5``) and never
+  compares loss values, which are too coarse once logits are rounded to bfloat16.
+* **Preconditioning and warm start.** A *pooled* model (the same objective, same
+  ``lambda = 1/(C t)``, fitted on a fixed strided subsample of ``X``) gives a shared
+  starting point; the exact Hessian of the objective at the pooled solution, estimated on
+  ``hessian_rows`` rows, gives a shared preconditioner: every classifier runs L-BFGS in
+  coordinates where that Hessian is the identity (with identity initial inverse Hessian;
+  rescaling it by ``s'y/y'y`` made iteration counts erratic). Classifiers trained on random
+  subsets of the same data start close to their solution and see nearly that Hessian, so
+  a handful of iterations suffice (5-8 at the benchmark settings against 40-100+ for
+  scikit-learn). Start and preconditioner depend on ``X``, ``y``, ``t`` and the
+  hyperparameters only, never on which classifiers are fitted, and the penalty stays on
+  the original weights, so each minimiser is scikit-learn's.
 * **Chunk invariance.** Classifiers are processed in fixed groups of ``chunk_size``
   consecutive rows of ``train_idx`` (the last group padded with inert copies), and every
   tensor operation has the same shape in every group, so a classifier's result depends
   only on its own rows, its position in its group, ``X`` and ``y``. Calling
   ``fit_predict`` on ``train_idx[a:b]`` with ``a`` a multiple of ``chunk_size`` therefore
-  returns exactly (bitwise) the rows ``a:b`` of the full call. Splitting elsewhere moves
-  a classifier to another position in its GEMM, which can change float rounding (MKL's
-  float32 GEMM results depend on a column's position), so executors should split at
-  multiples of :attr:`chunk_size`. Results also assume the same device, dtype and torch
-  thread count.
-* **Precision.** ``dtype="float32"`` (default) runs the GEMMs in float32. ``"bfloat16"``
-  stores ``X`` and the GEMM operands in bfloat16 (float32 accumulation; about 2.7x the
-  float32 GEMM rate on CPUs with AVX512-BF16 or AMX) for training only; predictions are
-  always made in float32.
+  returns exactly (bitwise) the rows ``a:b`` of the full call. A split elsewhere moves a
+  classifier to another column of the GEMM, and MKL's float32 GEMM rounds a column
+  differently depending on its position and on the number of columns, so executors
+  should split at multiples of :attr:`group_size` (``spurious.detectors.aflite`` does).
+  Bitwise equality also assumes the same device, dtype and torch thread count.
+* **Precision.** ``dtype="float32"`` (default) runs everything in float32 (float64
+  optimiser state). ``"bfloat16"`` trains on a centred bfloat16 copy of ``X`` (GEMMs
+  with float32 accumulation, ~2.7x the float32 rate on CPUs with AVX512-BF16); its
+  gradients carry ~1e-5 rounding noise, which the original-space stopping rule multiplies
+  by the features' common mean (embeddings have a large one), so in bfloat16 ``tol``
+  applies to the gradient w.r.t. the centred features' weights (same minimiser).
+  Predictions are always made in float32.
+* **Devices.** ``device="cuda"`` runs the same code with every tensor on the GPU.
 
 Examples
 --------
@@ -73,6 +83,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+import warnings
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any, ClassVar
@@ -87,15 +98,15 @@ logger = logging.getLogger(__name__)
 
 #: Classifiers per internal group when ``chunk_size=None``. A constant (not derived from
 #: ``m``) so that chunks of a split ``train_idx`` line up with the groups of the full call.
-DEFAULT_CHUNK_SIZE = 16
+DEFAULT_CHUNK_SIZE = 32
 
 # L-BFGS line search: accept a step when the directional derivative phi'(a) lies in
 # [-_C2, _C3] * |phi'(0)| (Wolfe curvature condition, plus a bound on overshooting that
 # keeps phi(a) < phi(0) for near-quadratic phi).
 _C2, _C3 = 0.9, 0.5
 _MAX_LINE_SEARCH = 25
-# Float32 iterations always granted to the polish after a bfloat16 phase.
-_POLISH_ITER = 10
+# Rows for the covariance (Hessian at zero) that preconditions the pooled fit.
+_ZERO_HESSIAN_ROWS = 16384
 
 # Optimisation status codes (``status_``).
 RUNNING, CONVERGED, MAX_ITER, LINE_SEARCH_FAILED = 0, 1, 2, 3
@@ -211,8 +222,8 @@ class _Preconditioner:
 class _Group:
     """A fixed-size group of ``g`` classifiers evaluated with shared GEMMs.
 
-    Logits are laid out ``(g, r, rows)`` (transposed), so per-row reductions over the
-    classes run along contiguous memory.
+    After the GEMMs, each classifier's rows are laid out ``(g, classes, rows)``, so the
+    softmax over the classes runs along contiguous memory.
     """
 
     def __init__(
@@ -229,8 +240,10 @@ class _Group:
         torch = _torch()
         self.data = data
         self.g, self.t = (int(s) for s in tidx.shape)
-        g, r = self.g, data.r
-        self.index = tidx[:, None, :].expand(g, r, self.t).contiguous()  # (g, r, t)
+        g = self.g
+        # Row (i, j) of the (N*g, r) view of the (N, g*r) logits of all classifiers.
+        col = torch.arange(g, device=data.device)[:, None]
+        self.flat = (tidx * g + col).reshape(-1)  # (g*t,)
         self.basis = basis  # (g, k, r) float32
         self.basis_t = basis.transpose(1, 2).contiguous()  # (g, r, k)
         self.basis_t64 = self.basis_t.to(torch.float64)
@@ -246,7 +259,7 @@ class _Group:
         if w_ref is not None and bool(standard.any()):
             on = standard.to(torch.float64)[:, None, None]
             self.w_ref = w_ref[None, :, :] * on  # (g, d, r) float64
-            self.z0 = z_ref[:, tidx].permute(1, 0, 2) * on.to(torch.float32)  # (g, r, t)
+            self.z0 = (z_ref[:, tidx].permute(1, 0, 2) * on.to(torch.float32)).contiguous()
         # Rows repeated inside one classifier's training set (sampling with replacement)
         # must add up, which scatter_ would not do.
         sorted_idx = torch.sort(tidx, dim=1).values
@@ -259,7 +272,7 @@ class _Group:
         # is zeroed once; everything else stays zero.
         if dtype not in self._buffers:
             torch = _torch()
-            shape = (self.g, self.data.r, self.data.n)
+            shape = (self.data.n * self.g, self.data.r)
             self._buffers[dtype] = torch.zeros(shape, dtype=dtype, device=self.data.device)
         return self._buffers[dtype]
 
@@ -279,9 +292,10 @@ class _Group:
         if low:
             # x W = (x - mean) delta + mean delta + x w_ref
             bias = bias + torch.einsum("d,gdr->gr", data.mean.to(torch.float64), delta)
-        wt = delta.transpose(1, 2).reshape(g * r, d).to(X.dtype)
-        zt = (wt @ X.T).view(g, r, n)  # every classifier's logits on every row
-        z = torch.gather(zt, 2, self.index).to(torch.float32)  # its own rows: (g, r, t)
+        w_op = delta.permute(1, 0, 2).reshape(d, g * r).to(X.dtype)
+        logits_all = X @ w_op  # (N, g*r): every classifier's logits on every row
+        z = logits_all.view(n * g, r).index_select(0, self.flat)  # its own rows
+        z = z.view(g, t, r).transpose(1, 2).to(torch.float32, copy=True).contiguous()
         if self.z0 is not None:
             z += self.z0
         z += bias.to(torch.float32)[:, :, None]
@@ -291,22 +305,27 @@ class _Group:
         prob = torch.softmax(logits, dim=1)
         prob.scatter_add_(1, self.y, self.minus_one)  # p - onehot(y)
         grad_r = torch.bmm(self.basis_t, prob).mul_(self.scale)  # (g, r, t)
+        rows = grad_r.transpose(1, 2).reshape(g * t, r).to(X.dtype)
         buf = self._buffer(X.dtype)
         if self.has_repeats:
             buf.zero_()
-            buf.scatter_add_(2, self.index, grad_r.to(X.dtype))
+            buf.index_add_(0, self.flat, rows)
         else:
-            buf.scatter_(2, self.index, grad_r.to(X.dtype))
-        grad_w = buf.view(g * r, n) @ X  # (g*r, d)
-        sums = grad_r.sum(2, dtype=torch.float64)  # (g, r)
+            buf.index_copy_(0, self.flat, rows)
+        grad_w = buf.view(n, g * r).T @ X  # (g*r, d); streams X row-major once
         grad = torch.empty(g, d + 1, r, dtype=torch.float64, device=data.device)
         grad[:, :d, :] = grad_w.view(g, r, d).transpose(1, 2)
-        if low:
-            grad[:, :d, :] += data.mean.to(torch.float64)[None, :, None] * sums[:, None, :]
         grad[:, :d, :] += data.lam * W
-        grad[:, d, :] = sums
-        full = torch.bmm(grad, self.basis_t64)  # (g, d+1, k): the original class space
-        return grad, full.abs().amax(dim=(1, 2))
+        grad[:, d, :] = grad_r.sum(2, dtype=torch.float64)
+        # Stopping criterion: max-abs gradient in the class space (g, d+1, k). In float32
+        # it is taken in the original weights, as scikit-learn does. In bfloat16 it is
+        # taken w.r.t. the weights of the centred features (what ``grad`` holds here):
+        # the original one adds mean * (intercept gradient), which multiplies the
+        # intercept's rounding noise by the features' common mean.
+        stop = torch.bmm(grad, self.basis_t64).abs().amax(dim=(1, 2))
+        if low:
+            grad[:, :d, :] += data.mean.to(torch.float64)[None, :, None] * grad[:, d : d + 1, :]
+        return grad, stop
 
 
 def _lbfgs(
@@ -320,11 +339,15 @@ def _lbfgs(
     history: int,
     first_step: str,
     low: bool,
+    scale_h0: bool,
 ) -> tuple[Any, Any, Any]:
     """Batched L-BFGS with an independent line search per classifier.
 
     Minimises over ``phi`` with ``theta = start + precond.to_theta(phi)``. Returns
-    ``theta`` (g, d+1, r), iterations (g,) and status codes (g,).
+    ``theta`` (g, d+1, r), iterations (g,) and status codes (g,). ``scale_h0``: scale
+    the initial inverse Hessian by ``s'y / y'y`` (standard L-BFGS); without it the
+    initial inverse Hessian is the identity, right when the preconditioner is a good
+    Hessian estimate (one step's curvature ratio would mis-scale all other directions).
     """
     torch = _torch()
     dev = start.device
@@ -362,11 +385,12 @@ def _lbfgs(
             alpha_i = rho[i] * dot(s_hist[i], q)
             q -= alpha_i[:, None] * y_hist[i]
             alphas.append(alpha_i)
-        yy = dot(y_hist[0], y_hist[0])
-        known = (rho[0] > 0) & (yy > 0)
-        # Initial Hessian gamma * I with gamma = s'y / y'y of the newest pair.
-        gamma = torch.where(known, 1.0 / (rho[0] * torch.where(known, yy, 1.0)), 1.0)
-        q *= gamma[:, None]
+        if scale_h0:
+            yy = dot(y_hist[0], y_hist[0])
+            known = (rho[0] > 0) & (yy > 0)
+            # Initial Hessian gamma * I with gamma = s'y / y'y of the newest pair.
+            gamma = torch.where(known, 1.0 / (rho[0] * torch.where(known, yy, 1.0)), 1.0)
+            q *= gamma[:, None]
         for i in reversed(range(used)):
             beta = rho[i] * dot(y_hist[i], q)
             q += (alphas[i] - beta)[:, None] * s_hist[i]
@@ -465,41 +489,6 @@ def _lbfgs(
     return theta, n_iter, status
 
 
-def _minimise(
-    group: _Group,
-    theta0: Any,
-    precond: _Preconditioner,
-    active: Any,
-    *,
-    max_iter: int,
-    tol: float,
-    history: int,
-    first_step: str,
-    mixed: bool,
-) -> tuple[Any, Any, Any]:
-    """L-BFGS to ``tol``; with ``mixed``, a bfloat16 phase first, then a float32 polish.
-
-    The bfloat16 gradient is accurate to about 1e-5 (rounding of X and of the logits),
-    so the float32 phase takes over from wherever the bfloat16 phase stops (converged,
-    stalled line search or out of iterations) and checks the tolerance in float32.
-    """
-    torch = _torch()
-    theta = theta0
-    n_iter = torch.zeros(theta0.shape[0], dtype=torch.long, device=theta0.device)
-    if mixed:
-        theta, n_iter, _ = _lbfgs(
-            group, theta, precond, active, max_iter=max_iter, tol=tol, history=history,
-            first_step=first_step, low=True,
-        )
-        first_step = "unit"
-    budget = max(int(max_iter) - int(n_iter.max()), _POLISH_ITER) if mixed else max_iter
-    theta, it, status = _lbfgs(
-        group, theta, precond, active, max_iter=budget, tol=tol, history=history,
-        first_step=first_step, low=False,
-    )
-    return theta, n_iter + it, status
-
-
 class BatchedLogisticRegression:
     """Many L2-regularised logistic regressions, one per partition, fitted in one batch.
 
@@ -523,7 +512,9 @@ class BatchedLogisticRegression:
         ``"auto"`` is CUDA when ``torch.cuda.is_available()``.
     dtype : {"float32", "bfloat16"}, default="float32"
         Precision of ``X`` and the GEMM operands during training (accumulation and the
-        optimiser are float32/float64; predictions are float32).
+        optimiser are float32/float64; predictions are float32). In bfloat16, ``tol``
+        applies to the gradient w.r.t. the weights of the centred features (see the
+        module docstring).
     chunk_size : int, optional
         Classifiers per internal group (default :data:`DEFAULT_CHUNK_SIZE`). Results are
         bitwise identical when a caller splits ``train_idx`` at multiples of it.
@@ -534,10 +525,14 @@ class BatchedLogisticRegression:
         ``X`` and precondition with the Hessian there. ``"covariance"``: start from zero,
         precondition with the Hessian at zero (a covariance whitening). ``"none"``: plain
         L-BFGS from zero (for comparison).
-    pooled_rows : int, default=65536
-        Rows (a fixed stride through ``X``) for the pooled model.
-    hessian_rows : int, default=8192
-        Rows (a subset of those) for the Hessian estimate.
+    pooled_rows : int, optional
+        Rows (a fixed stride through ``X``) for the pooled model; default
+        ``min(N, max(32768, 3 t))``. More rows put the start closer to every classifier's
+        solution.
+    hessian_rows : int, optional
+        Rows (a subset of those) for the Hessian estimate; default ``64 (d + 1)`` (at
+        least 8192): its relative sampling error, about ``sqrt(d / rows)``, sets how far
+        the preconditioned problem is from the identity.
     predict_block : int, default=65536
         Rows of ``X_predict`` per prediction GEMM (bounds memory).
 
@@ -545,8 +540,8 @@ class BatchedLogisticRegression:
     ----------
     coef_ : ndarray of shape (m, n_classes, d)
         Class weights of each classifier after ``fit_predict`` (zero-sum like
-        scikit-learn's multinomial ``coef_``; for a binary fit row 0 is zero and the
-        second class's row is scikit-learn's ``coef_[0]``).
+        scikit-learn's multinomial ``coef_``; for a binary fit the row of the first
+        present class is zero and that of the second is scikit-learn's ``coef_[0]``).
     intercept_ : ndarray of shape (m, n_classes)
         Intercepts; ``-inf`` for classes absent from a classifier's training rows.
     n_iter_ : ndarray of shape (m,)
@@ -580,8 +575,8 @@ class BatchedLogisticRegression:
         "chunk_size": [Interval(Integral, 1, None, closed="left"), None],
         "history_size": [Interval(Integral, 1, None, closed="left")],
         "precondition": [StrOptions({"pooled", "covariance", "none"})],
-        "pooled_rows": [Interval(Integral, 1, None, closed="left")],
-        "hessian_rows": [Interval(Integral, 1, None, closed="left")],
+        "pooled_rows": [Interval(Integral, 1, None, closed="left"), None],
+        "hessian_rows": [Interval(Integral, 1, None, closed="left"), None],
         "predict_block": [Interval(Integral, 1, None, closed="left")],
     }
 
@@ -599,8 +594,8 @@ class BatchedLogisticRegression:
         chunk_size: int | None = None,
         history_size: int = 10,
         precondition: str = "pooled",
-        pooled_rows: int = 65536,
-        hessian_rows: int = 8192,
+        pooled_rows: int | None = None,
+        hessian_rows: int | None = None,
         predict_block: int = 65536,
     ) -> None:
         self.C = C
@@ -634,8 +629,8 @@ class BatchedLogisticRegression:
             "chunk_size": self.group_size,
             "history_size": int(self.history_size),
             "precondition": self.precondition,
-            "pooled_rows": int(self.pooled_rows),
-            "hessian_rows": int(self.hessian_rows),
+            "pooled_rows": self.pooled_rows,
+            "hessian_rows": self.hessian_rows,
         }
 
     def fit_predict(
@@ -676,7 +671,7 @@ class BatchedLogisticRegression:
         r = 1 if k == 2 else k - 1
         device = torch.device(self._device())
         data = _Data(
-            x32=torch.from_numpy(X).to(device),
+            x32=_shared_tensor(X, device),
             x_low=None,
             mean=None,
             y=torch.from_numpy(y).to(device),
@@ -685,7 +680,7 @@ class BatchedLogisticRegression:
             lam=1.0 / (float(self.C) * t),
             device=device,
         )
-        pool_rows, hess_rows = self._subsamples(data.n, t)
+        pool_rows, hess_rows = self._subsamples(data.n, t, data.d)
         if self.dtype == "bfloat16":
             # Centre before rounding: bfloat16 keeps 8 bits relative to each value, and
             # embeddings carry a large common mean that would swamp the signal.
@@ -698,7 +693,7 @@ class BatchedLogisticRegression:
         labels = y[train_idx]
         for c in range(k):
             present[:, c] = (labels == c).any(axis=1)
-        theta_ref, precond, ref_present, pre_evals = self._shared_start(data, pool_rows, hess_rows)
+        theta_ref, precond, ref_present, start = self._shared_start(data, pool_rows, hess_rows)
         w_ref = torch.from_numpy(theta_ref[:-1]).to(device)  # (d, r) float64
         z_ref = (data.x32 @ w_ref.to(torch.float32)).T.contiguous()  # (r, N)
         timings["shared_start"] = time.perf_counter() - t0
@@ -710,7 +705,7 @@ class BatchedLogisticRegression:
         n_iter = np.zeros(m, dtype=np.int64)
         status = np.zeros(m, dtype=np.int64)
         out = np.empty((m, X_predict.shape[0]), dtype=np.int16)
-        xp32 = data.x32 if X_predict is X else torch.from_numpy(X_predict).to(device)
+        xp32 = data.x32 if X_predict is X else _shared_tensor(X_predict, device)
         evals = {"float32": 0, "bfloat16": 0}
         t_train = t_pred = 0.0
         for q in range(n_groups):
@@ -739,7 +734,7 @@ class BatchedLogisticRegression:
                 z_ref=z_ref,
                 standard=torch.from_numpy(standard).to(device),
             )
-            theta, it, st = _minimise(
+            theta, it, st = _lbfgs(
                 group,
                 torch.from_numpy(theta0).to(device),
                 precond,
@@ -748,7 +743,8 @@ class BatchedLogisticRegression:
                 tol=float(self.tol),
                 history=int(self.history_size),
                 first_step="scaled" if self.precondition == "none" else "unit",
-                mixed=data.x_low is not None,
+                low=data.x_low is not None,
+                scale_h0=self.precondition == "none",
             )
             for key, value in group.n_evals.items():
                 evals[key] += value
@@ -775,14 +771,21 @@ class BatchedLogisticRegression:
         self._store(theta_all, basis_all, present, n_iter, status)
         n, d, n_pred = data.n, data.d, X_predict.shape[0]
         per_eval = 2.0 * 2.0 * n * d * g * r  # forward + gradient GEMM of one group
+        D = (d + 1) * r
+        precond_per_eval = 2.0 * 2.0 * g * (D * D if not precond.blocked else D * (d + 1))
         self.stats_ = {
             "timings_s": timings,
             "gradient_evals": evals,
-            "shared_start_gradient_evals": pre_evals,
+            "iterations": {"median": float(np.median(n_iter)), "max": int(n_iter.max())},
             "groups": n_groups,
             "group_size": g,
-            "train_gemm_flops": {key: per_eval * v for key, v in evals.items()},
-            "predict_gemm_flops": 2.0 * n_pred * d * g * r * n_groups,
+            "shared_start": start,
+            "flops": {
+                "train_gemm": {key: per_eval * v for key, v in evals.items()},
+                "shared_start_gemm": start["gemm_flops"] + 2.0 * n * d * r,
+                "predict_gemm": 2.0 * n_pred * d * g * r * n_groups,
+                "preconditioner_float64": precond_per_eval * sum(evals.values()),
+            },
             "device": str(device),
             "dtype": self.dtype,
         }
@@ -814,21 +817,24 @@ class BatchedLogisticRegression:
             )
         return self.device
 
-    def _subsamples(self, n: int, t: int) -> tuple[np.ndarray, np.ndarray]:
+    def _subsamples(self, n: int, t: int, d: int) -> tuple[np.ndarray, np.ndarray]:
         """Fixed strided row subsets of X for the pooled model and the Hessian estimate.
 
-        They depend on ``N`` only, so every chunk of a split call uses the same rows.
+        They depend on ``N``, ``t`` and ``d`` only, so every chunk of a split call uses
+        the same rows.
         """
-        n_pool = min(n, int(self.pooled_rows))
+        n_pool = max(32768, 3 * t) if self.pooled_rows is None else int(self.pooled_rows)
+        n_pool = min(n, n_pool)
         pool_rows = np.unique(np.linspace(0, n - 1, n_pool).round().astype(np.int64))
-        n_hess = min(len(pool_rows), int(self.hessian_rows))
+        n_hess = max(8192, 64 * (d + 1)) if self.hessian_rows is None else int(self.hessian_rows)
+        n_hess = min(len(pool_rows), n_hess)
         pick = np.unique(np.linspace(0, len(pool_rows) - 1, n_hess).round().astype(np.int64))
         return pool_rows, pool_rows[pick]
 
     def _shared_start(
         self, data: _Data, pool_rows: np.ndarray, hess_rows: np.ndarray
-    ) -> tuple[np.ndarray, _Preconditioner, np.ndarray, dict[str, int]]:
-        """Starting point and preconditioner shared by all classifiers.
+    ) -> tuple[np.ndarray, _Preconditioner, np.ndarray, dict[str, Any]]:
+        """Starting point and preconditioner shared by all classifiers, and their cost.
 
         Depends on ``X``, ``y``, ``t`` and the hyperparameters only, never on which
         classifiers are fitted (chunk invariance).
@@ -839,15 +845,27 @@ class BatchedLogisticRegression:
         ref_present = np.bincount(y_np[pool_rows], minlength=k) > 0
         basis = class_basis(ref_present, r)
         theta = np.zeros((d + 1, r))
-        no_evals = {"float32": 0, "bfloat16": 0}
+        stats: dict[str, Any] = {
+            "gradient_evals": {"float32": 0, "bfloat16": 0},
+            "pooled_rows": 0,
+            "hessian_rows": 0,
+            "gemm_flops": 0.0,
+        }
         if self.precondition == "none":
             eye = torch.eye((d + 1) * r, dtype=torch.float64, device=dev)
-            return theta, _Preconditioner(eye, blocked=False), ref_present, no_evals
-        hess_t = torch.from_numpy(hess_rows).to(dev)
-        x_h, y_h = data.x32[hess_t], data.y[hess_t]
-        precond = self._hessian_precond(x_h, theta, basis, ref_present, data)
+            return theta, _Preconditioner(eye, blocked=False), ref_present, stats
+        # At zero the Hessian is a covariance (one GEMM); a smaller sample will do for
+        # the pooled fit, which is cheap to iterate.
+        zero_rows = pool_rows[:: max(1, len(pool_rows) // _ZERO_HESSIAN_ROWS)]
         if self.precondition == "covariance":
-            return theta, precond, ref_present, no_evals
+            zero_rows = hess_rows
+        x_0 = data.x32[torch.from_numpy(zero_rows).to(dev)]
+        precond = self._hessian_precond(x_0, theta, basis, ref_present, data)
+        del x_0
+        stats["gemm_flops"] += 2.0 * len(zero_rows) * (d + 1) ** 2
+        if self.precondition == "covariance":
+            stats["hessian_rows"] = len(zero_rows)
+            return theta, precond, ref_present, stats
         # The pooled model: the classifiers' objective (same lambda = 1/(C t)) on a fixed
         # subsample; the classifiers start from its solution.
         rows_t = torch.from_numpy(pool_rows).to(dev)
@@ -872,7 +890,7 @@ class BatchedLogisticRegression:
             mask,
             scale=1.0 / len(pool_rows),
         )
-        theta_t, it, st = _minimise(
+        theta_t, it, st = _lbfgs(
             group,
             torch.zeros(1, d + 1, r, dtype=torch.float64, device=dev),
             precond,
@@ -881,7 +899,8 @@ class BatchedLogisticRegression:
             tol=float(self.tol),
             history=int(self.history_size),
             first_step="unit",
-            mixed=data.x_low is not None,
+            low=data.x_low is not None,
+            scale_h0=False,
         )
         logger.debug(
             "pooled model on %d rows: %d iterations (%s)",
@@ -890,9 +909,19 @@ class BatchedLogisticRegression:
             STATUS_NAMES[int(st[0])],
         )
         theta = theta_t[0].cpu().numpy()
+        x_h = data.x32[torch.from_numpy(hess_rows).to(dev)]
         precond = self._hessian_precond(x_h, theta, basis, ref_present, data)
-        del y_h
-        return theta, precond, ref_present, dict(group.n_evals)
+        n_pairs = r if precond.blocked else r * (r + 1) // 2
+        pool_evals = sum(group.n_evals.values())
+        stats.update(
+            gradient_evals=dict(group.n_evals),
+            pooled_rows=len(pool_rows),
+            hessian_rows=len(hess_rows),
+            pooled_iterations=int(it[0]),
+        )
+        stats["gemm_flops"] += 4.0 * len(pool_rows) * d * r * pool_evals
+        stats["gemm_flops"] += 2.0 * n_pairs * len(hess_rows) * (d + 1) ** 2
+        return theta, precond, ref_present, stats
 
     def _hessian_precond(
         self,
@@ -919,12 +948,22 @@ class BatchedLogisticRegression:
         blocked = self.max_dense_hessian < D
         # Curvature of one row in the r free logits: B^T (diag(p) - p p^T) B.
         pairs = [(c, e) for c in range(r) for e in range(c, r) if not blocked or c == e]
+        curv = {
+            (c, e): (prob * bas[:, c] * bas[:, e]).sum(1) - proj[:, c] * proj[:, e]
+            for c, e in pairs
+        }
         H = torch.zeros(d + 1, r, d + 1, r, dtype=torch.float64, device=dev)
-        for c, e in pairs:
-            curv = (prob * bas[:, c] * bas[:, e]).sum(1) - proj[:, c] * proj[:, e]
-            block = ((xt * (curv / n_rows)[:, None]).T @ xt).to(torch.float64)
-            H[:, c, :, e] = block
-            H[:, e, :, c] = block
+        if not theta.any():
+            # At zero every row has the same curvature: H = (X~^T X~ / n) kron A, one GEMM.
+            gram = (xt.T @ xt).to(torch.float64) / n_rows
+            for (c, e), a in curv.items():
+                H[:, c, :, e] = gram * float(a[0])
+                H[:, e, :, c] = gram * float(a[0])
+        else:
+            for (c, e), a in curv.items():
+                block = ((xt * (a / n_rows)[:, None]).T @ xt).to(torch.float64)
+                H[:, c, :, e] = block
+                H[:, e, :, c] = block
         live = torch.from_numpy(np.abs(basis).sum(0) > 0).to(dev)
         diag = torch.full((d + 1, r), data.lam, dtype=torch.float64, device=dev)
         # Unused logits (classes absent) have no curvature: any positive value will do.
@@ -948,6 +987,18 @@ class BatchedLogisticRegression:
         self.status_ = status
 
 
+def _shared_tensor(array: np.ndarray, device: Any) -> Any:
+    """A tensor view of ``array`` (no copy on CPU), which is never written to.
+
+    Ray hands out read-only arrays; torch warns about those because it cannot promise
+    not to write, and copying a large feature matrix only to silence that is wasteful.
+    """
+    torch = _torch()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return torch.from_numpy(array).to(device)
+
+
 def _centred_bf16(x: Any, mean: Any, block: int = 65536) -> Any:
     """``bfloat16(x - mean)`` computed in row blocks (no float32 temporary of x's size)."""
     torch = _torch()
@@ -968,7 +1019,9 @@ def _inv_cholesky(H: Any) -> Any:
         if int(info.max()) == 0:
             return torch.linalg.solve_triangular(L, eye.expand_as(L), upper=False)
         jitter = 1e-10 if jitter == 0.0 else jitter * 100
-    raise ParameterError("BatchedLogisticRegression: the Hessian estimate is not positive definite.")
+    raise ParameterError(
+        "BatchedLogisticRegression: the Hessian estimate is not positive definite."
+    )
 
 
 def _predict(theta: Any, basis: Any, mask: Any, xp: Any, block: int) -> np.ndarray:
@@ -1012,7 +1065,9 @@ def _validate(X, y, train_idx, n_classes, X_predict):
     n = X.shape[0]
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != n:
-        raise ParameterError(f"y must be a 1-D array of {n} labels (one per row of X); got shape {y.shape}.")
+        raise ParameterError(
+            f"y must be a 1-D array of {n} labels (one per row of X); got shape {y.shape}."
+        )
     if not np.issubdtype(y.dtype, np.integer):
         raise LabelError(f"y must hold integer label ids; got dtype {y.dtype}.")
     if n and (y.min() < 0 or y.max() >= n_classes):
@@ -1024,10 +1079,11 @@ def _validate(X, y, train_idx, n_classes, X_predict):
             f"train_idx must be a 2-D array (m classifiers, t rows) with m, t >= 1; got shape {train_idx.shape}."
         )
     if not np.issubdtype(train_idx.dtype, np.integer):
-        raise ParameterError(f"train_idx must hold integer row indices; got dtype {train_idx.dtype}.")
+        raise ParameterError(
+            f"train_idx must hold integer row indices; got dtype {train_idx.dtype}."
+        )
     if train_idx.min() < 0 or train_idx.max() >= n:
         raise ParameterError(f"train_idx must hold row indices in [0, {n}) (rows of X).")
-    train_idx = np.ascontiguousarray(train_idx, dtype=np.int64)
     if X_predict is None:
         X_predict = X
     else:
@@ -1036,4 +1092,5 @@ def _validate(X, y, train_idx, n_classes, X_predict):
             raise ParameterError(
                 f"X_predict must have the {X.shape[1]} columns of X; got {X_predict.shape[1]}."
             )
-    return X, y.astype(np.int64, copy=False), train_idx, n_classes, X_predict
+    # Copies (small): torch wants writable arrays, and callers' arrays stay untouched.
+    return X, np.array(y, dtype=np.int64), np.array(train_idx, dtype=np.int64), n_classes, X_predict
