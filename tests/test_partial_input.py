@@ -140,7 +140,7 @@ def test_leakage_metric_identities_on_random_predictions(seed):
     labels = arrays(np.int64, st.integers(5, 60), elements=st.integers(0, 2))
 
     @settings(max_examples=30, deadline=None, derandomize=True, database=None)
-    @given(labels, st.integers(0, 2 ** 16))
+    @given(labels, st.integers(0, 2**16))
     def check(y, noise_seed):
         rng = np.random.default_rng(noise_seed + seed)
         full = np.where(rng.random(len(y)) < 0.7, y, rng.integers(0, 3, len(y)))
