@@ -45,6 +45,7 @@ def reference_round(
     tol: float = 1e-4,
     partitions: Iterable[int] | None = None,
     on_partition: Callable[[int, float], None] | None = None,
+    keep: dict | None = None,
 ) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """Fit one scikit-learn model per partition and collect held-out predictions.
 
@@ -56,6 +57,8 @@ def reference_round(
     partitions : which partitions to run (default all), so a benchmark can time a few
         and extrapolate.
     on_partition : called with ``(j, seconds)`` after each partition.
+    keep : if a dict, receives ``pred`` (partitions, N) int16 held-out predictions (-1 on
+        training rows) and ``models`` (the fitted estimators), for comparisons.
 
     Returns
     -------
@@ -70,7 +73,11 @@ def reference_round(
     correct = np.zeros(n, dtype=np.int64)
     counted = np.zeros(n, dtype=np.int64)
     n_iter = []
-    for j in range(len(train_idx)) if partitions is None else partitions:
+    parts = list(range(len(train_idx))) if partitions is None else list(partitions)
+    if keep is not None:
+        keep["pred"] = np.full((len(parts), n), -1, dtype=np.int16)
+        keep["models"] = []
+    for slot, j in enumerate(parts):
         t0 = time.perf_counter()
         rows = train_idx[j]
         held_out = np.ones(n, dtype=bool)
@@ -84,9 +91,27 @@ def reference_round(
         correct[held_out] += pred == y[held_out]
         counted[held_out] += 1
         n_iter.append(int(np.max(clf.n_iter_)))
+        if keep is not None:
+            keep["pred"][slot, held_out] = pred
+            keep["models"].append(clf)
         if on_partition is not None:
             on_partition(j, time.perf_counter() - t0)
     return correct, counted, n_iter
+
+
+def objective(X: np.ndarray, y: np.ndarray, coef: np.ndarray, intercept: np.ndarray, C: float):
+    """scikit-learn's lbfgs objective (mean loss + ||W||^2 / (2 C n)) and its max-abs
+    gradient, in float64, at multinomial weights ``coef`` (k, d) and ``intercept`` (k,)."""
+    from sklearn._loss.loss import HalfMultinomialLoss
+    from sklearn.linear_model._linear_loss import LinearModelLoss
+
+    k = coef.shape[0]
+    loss = LinearModelLoss(HalfMultinomialLoss(n_classes=k), fit_intercept=True)
+    w = np.hstack([coef, intercept[:, None]]).astype(np.float64).ravel(order="F")
+    value, grad = loss.loss_gradient(
+        w, X.astype(np.float64), y.astype(np.float64), None, 1.0 / (C * len(y))
+    )
+    return float(value), float(np.abs(grad).max())
 
 
 def predictability(correct: np.ndarray, counted: np.ndarray) -> np.ndarray:

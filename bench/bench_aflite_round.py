@@ -51,6 +51,7 @@ from aflite_reference import (  # noqa: E402
     CONVERGED_TOL,
     DEFAULT_MAX_ITER,
     make_embeddings,
+    objective,
     predictability,
     random_partitions,
     reference_round,
@@ -222,6 +223,7 @@ def run_setting(name: str, repeats: int, variants: list[str], skip_reference: bo
     }
     k_top = n // 10
     ours_pred: dict[str, np.ndarray] = {}
+    ours_coef: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     ref_rounds: dict[str, dict[str, Any]] = {}
     ref_specs = {
         "default_max_iter": dict(max_iter=DEFAULT_MAX_ITER, tol=1e-4, threads=None),
@@ -233,7 +235,10 @@ def run_setting(name: str, repeats: int, variants: list[str], skip_reference: bo
         "default_max_iter_1thread": cfg["ref_default"],
         "converged": cfg["ref_converged"],
     }
-    for rep in range(repeats):
+    # Interleave: every reference run is preceded by a round of each of our variants, so
+    # both see the same (shared, noisy) machine; ours gets at least `repeats` rounds.
+    queue = [] if skip_reference else [r for _ in range(cfg["ref_repeats"]) for r in ref_specs]
+    for rep in range(max(repeats, len(queue))):
         for variant in variants:
             kw = VARIANTS[variant]
             model = BatchedLogisticRegression(device="cpu", **kw)
@@ -268,14 +273,15 @@ def run_setting(name: str, repeats: int, variants: list[str], skip_reference: bo
                 }
             )
             ours_pred[variant] = pred
+            ours_coef[variant] = (model.coef_[0].copy(), model.intercept_[0].copy())
             print(f"[{name}] rep {rep} {variant}: {sec:.2f}s {stats['timings_s']}", flush=True)
-        if skip_reference or rep >= cfg["ref_repeats"]:
-            continue
-        for ref_name, spec in ref_specs.items():
+        for ref_name in queue[rep : rep + 1]:
+            spec = ref_specs[ref_name]
             k = ref_parts[ref_name]
             parts = list(range(m)) if k is None else list(range(k))
             per_part: list[float] = []
             record = per_part.append
+            kept: dict[str, Any] = {}
             before = load()
             t0 = time.perf_counter()
             if spec["threads"] is None:
@@ -287,6 +293,7 @@ def run_setting(name: str, repeats: int, variants: list[str], skip_reference: bo
                     tol=spec["tol"],
                     partitions=parts,
                     on_partition=lambda j, s, record=record: record(s),
+                    keep=kept,
                 )
             else:
                 with threadpool_limits(spec["threads"]):
@@ -298,6 +305,7 @@ def run_setting(name: str, repeats: int, variants: list[str], skip_reference: bo
                         tol=spec["tol"],
                         partitions=parts,
                         on_partition=lambda j, s, record=record: record(s),
+                        keep=kept,
                     )
             sec = time.perf_counter() - t0
             entry = out["reference"].setdefault(
@@ -323,7 +331,13 @@ def run_setting(name: str, repeats: int, variants: list[str], skip_reference: bo
                     "load_avg_after": load(),
                 }
             )
-            ref_rounds[ref_name] = {"correct": correct, "counted": counted, "parts": parts}
+            ref_rounds[ref_name] = {
+                "correct": correct,
+                "counted": counted,
+                "parts": parts,
+                "pred": kept["pred"],
+                "model0": kept["models"][0],
+            }
             print(
                 f"[{name}] rep {rep} reference {ref_name}: {sec:.2f}s for {len(parts)} partitions",
                 flush=True,
@@ -332,6 +346,7 @@ def run_setting(name: str, repeats: int, variants: list[str], skip_reference: bo
     # Summaries: medians, speedups, goals.
     for entry in [*out["ours"].values(), *out["reference"].values()]:
         entry["round_s_median"] = round(statistics.median(r["round_s"] for r in entry["runs"]), 3)
+        entry["round_s_min"] = round(min(r["round_s"] for r in entry["runs"]), 3)
     for entry in out["ours"].values():
         runs = entry["runs"]
         entry["gemm_gflops_per_s_median"] = statistics.median(r["gemm_gflops_per_s"] for r in runs)
@@ -343,12 +358,17 @@ def run_setting(name: str, repeats: int, variants: list[str], skip_reference: bo
             ref: round(ref_entry["round_s_median"] / entry["round_s_median"], 1)
             for ref, ref_entry in out["reference"].items()
         }
+        entry["speedup_of_minima"] = {
+            ref: round(ref_entry["round_s_min"] / entry["round_s_min"], 1)
+            for ref, ref_entry in out["reference"].items()
+        }
     # Agreement of the predictability scores p(i) and of AFLite's slice (top 10% by p
     # with p >= tau) between our variants and the full-round references.
     from scipy.stats import spearmanr
 
     agreement: dict[str, Any] = {}
     base = ours_pred.get("ours_default", next(iter(ours_pred.values()), None))
+    base_coef = ours_coef.get("ours_default")
     if base is not None:
         p_base = predictability(*scores_from_predictions(base, y, train_idx))
         top_base = set(top_k_filter(p_base, k_top, TAU).tolist())
@@ -385,6 +405,25 @@ def run_setting(name: str, repeats: int, variants: list[str], skip_reference: bo
             item["rows_with_equal_correct_counts"] = round(
                 float((correct_o == rr["correct"]).mean()), 5
             )
+            held = rr["pred"] >= 0
+            item["held_out_prediction_agreement"] = round(
+                float((sub[held] == rr["pred"][held]).mean()), 5
+            )
+            # Which solution is closer to the optimum of scikit-learn's own objective
+            # (evaluated in float64) on partition 0's training rows?
+            if base_coef is not None:
+                rows = train_idx[0]
+                ref_model = rr["model0"]
+                f_ours, g_ours = objective(X[rows], y[rows], *base_coef, C=1.0)
+                f_ref, g_ref = objective(
+                    X[rows], y[rows], ref_model.coef_, ref_model.intercept_, C=1.0
+                )
+                item["partition0_objective_float64"] = {
+                    "ours": f_ours,
+                    "reference": f_ref,
+                    "ours_max_abs_gradient": g_ours,
+                    "reference_max_abs_gradient": g_ref,
+                }
             agreement[f"ours_default_vs_reference_{ref_name}"] = item
     agreement["top_k"] = k_top
     agreement["tau"] = TAU

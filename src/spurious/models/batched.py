@@ -261,7 +261,9 @@ class _Group:
             self.w_ref = w_ref[None, :, :] * on  # (g, d, r) float64
             self.z0 = (z_ref[:, tidx].permute(1, 0, 2) * on.to(torch.float32)).contiguous()
         # Rows repeated inside one classifier's training set (sampling with replacement)
-        # must add up, which scatter_ would not do.
+        # must add up, which index_copy_ would not do. (index_add_ is deterministic on
+        # CPU; on CUDA it uses atomics, so repeated rows there are not bitwise stable.
+        # AFLite's partitions never repeat a row.)
         sorted_idx = torch.sort(tidx, dim=1).values
         self.has_repeats = bool((sorted_idx[:, 1:] == sorted_idx[:, :-1]).any())
         self._buffers: dict[Any, Any] = {}
@@ -694,8 +696,10 @@ class BatchedLogisticRegression:
         for c in range(k):
             present[:, c] = (labels == c).any(axis=1)
         theta_ref, precond, ref_present, start = self._shared_start(data, pool_rows, hess_rows)
-        w_ref = torch.from_numpy(theta_ref[:-1]).to(device)  # (d, r) float64
-        z_ref = (data.x32 @ w_ref.to(torch.float32)).T.contiguous()  # (r, N)
+        w_ref = z_ref = None
+        if theta_ref.any():
+            w_ref = torch.from_numpy(theta_ref[:-1]).to(device)  # (d, r) float64
+            z_ref = (data.x32 @ w_ref.to(torch.float32)).T.contiguous()  # (r, N)
         timings["shared_start"] = time.perf_counter() - t0
 
         g = self.group_size
@@ -782,7 +786,8 @@ class BatchedLogisticRegression:
             "shared_start": start,
             "flops": {
                 "train_gemm": {key: per_eval * v for key, v in evals.items()},
-                "shared_start_gemm": start["gemm_flops"] + 2.0 * n * d * r,
+                "shared_start_gemm": start["gemm_flops"]
+                + (2.0 * n * d * r if w_ref is not None else 0.0),
                 "predict_gemm": 2.0 * n_pred * d * g * r * n_groups,
                 "preconditioner_float64": precond_per_eval * sum(evals.values()),
             },
