@@ -53,7 +53,7 @@ from sklearn.model_selection import GroupShuffleSplit  # noqa: E402
 
 from spurious import load_dataset  # noqa: E402
 from spurious.detectors.aflite import AFLite  # noqa: E402
-from spurious.detectors.aflite_baselines import (  # noqa: E402
+from spurious.detectors.aflite.baselines import (  # noqa: E402
     one_shot_filter_baseline,
     random_subset_baseline,
 )

@@ -5,7 +5,9 @@ For each of the four class separations (``CIRCLE_SEPARATIONS``) and each seed:
 1. draw ``n`` points (``make_concentric_circles``: two 2-D coordinates + two bias
    columns, class-specific Gaussian bias on 75% of each class, noise features on the
    rest; at the largest separation the labels of ``--flip`` of the biased rows of each
-   class are flipped, as in the paper);
+   class are flipped, as in the paper, and their bias features follow the flipped
+   label: ``flipped_bias="observed"``, the construction under which the paper's "AFLite
+   removes most of the flipped examples" holds);
 2. run AFLite on the whole set with a logistic-regression model family (Table 8:
    m=128, t=100, tau=0.75; k, see below);
 3. Table 7's protocol ("dev accuracy" of a model trained on D, resp. D(Phi)): a seeded,
@@ -21,6 +23,11 @@ For each of the four class separations (``CIRCLE_SEPARATIONS``) and each seed:
 Deviation: the paper's k=1 (one removal per round) needs about a thousand rounds per
 run; ``--slice-size`` (default 20 = 1% of n=2000) removes 20 per round. ``--k1-check``
 reruns seed 0 at the largest separation with k=1 to compare.
+
+Control (``flipped_bias_original`` in the JSON): the largest separation again, same
+seeds, with ``flipped_bias="original"`` (flipped rows keep bias features of their
+original class, the construction of earlier releases), to show that which rows AFLite
+removes depends on that choice. ``--no-control`` skips it.
 
 Writes ``bench/results/aflite_synthetic.json`` (per-seed numbers, params, wall time) and
 the Fig. 2-style figure ``docs/img/aflite_synthetic.png`` (seed 0). Usage::
@@ -100,9 +107,17 @@ def dev_accuracy(X: np.ndarray, y: np.ndarray, seed: int) -> dict[str, Any]:
     return {"acc": acc, "fitted": fitted, "n_train": len(y_tr), "n_dev": len(y_dev)}
 
 
-def run_one(sep: float, seed: int, args: argparse.Namespace, slice_size: int) -> dict[str, Any]:
+def run_one(
+    sep: float,
+    seed: int,
+    args: argparse.Namespace,
+    slice_size: int,
+    flipped_bias: str = "observed",
+) -> dict[str, Any]:
     flip = args.flip if sep == max(CIRCLE_SEPARATIONS) else 0.0
-    data = make_concentric_circles(n=args.n, separation=sep, flip_fraction=flip, random_state=seed)
+    data = make_concentric_circles(
+        n=args.n, separation=sep, flip_fraction=flip, random_state=seed, flipped_bias=flipped_bias
+    )
     t0 = time.perf_counter()
     det = AFLite(
         n_partitions=args.m,
@@ -123,7 +138,11 @@ def run_one(sep: float, seed: int, args: argparse.Namespace, slice_size: int) ->
     before = dev_accuracy(data.X, data.y, seed)
     after = dev_accuracy(data.X[keep], data.y[keep], seed)
     fresh = make_concentric_circles(
-        n=args.n, separation=sep, flip_fraction=flip, random_state=seed + 1000
+        n=args.n,
+        separation=sep,
+        flip_fraction=flip,
+        random_state=seed + 1000,
+        flipped_bias=flipped_bias,
     )
     after_on_fresh = {name: float(m.score(fresh.X, fresh.y)) for name, m in after["fitted"].items()}
     flipped = data.is_flipped
@@ -131,6 +150,7 @@ def run_one(sep: float, seed: int, args: argparse.Namespace, slice_size: int) ->
         "separation": sep,
         "seed": seed,
         "flip_fraction": flip,
+        "flipped_bias": flipped_bias,
         "acc_D": before["acc"],
         "acc_D_phi": after["acc"],
         "acc_D_phi_model_on_fresh_unfiltered": after_on_fresh,
@@ -140,6 +160,9 @@ def run_one(sep: float, seed: int, args: argparse.Namespace, slice_size: int) ->
         "biased_fraction_before": float(data.is_biased.mean()),
         "biased_fraction_after": float(data.is_biased[keep].mean()),
         "biased_removed_fraction": float((~keep[data.is_biased]).mean()),
+        "biased_unflipped_removed_fraction": float(
+            (~keep[data.is_biased & ~data.is_flipped]).mean()
+        ),
         "unbiased_removed_fraction": float((~keep[~data.is_biased]).mean()),
         "n_flipped": int(flipped.sum()),
         "flipped_removed_fraction": float((~keep[flipped]).mean()) if flipped.any() else None,
@@ -178,16 +201,26 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 "mean": float(v.mean()),
                 "std": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
             }
-        fl = [
-            r["flipped_removed_fraction"] for r in sub if r["flipped_removed_fraction"] is not None
-        ]
-        entry["flipped_removed_fraction_mean"] = float(np.mean(fl)) if fl else None
+        entry.update(_flipped_summary(sub))
         entry["stop_reasons"] = sorted({r["stop_reason"] for r in sub})
         entry["paper"] = {
             m: {c: list(v) for c, v in d.items()} for m, d in PAPER_TABLE7[sep].items()
         }
         out[str(sep)] = entry
     return out
+
+
+def _flipped_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Share of the flipped rows AFLite removed: mean, min and max over seeds."""
+    fl = [r["flipped_removed_fraction"] for r in rows if r["flipped_removed_fraction"] is not None]
+    if not fl:
+        return {"flipped_removed_fraction_mean": None}
+    return {
+        "flipped_removed_fraction_mean": float(np.mean(fl)),
+        "flipped_removed_fraction_min": float(np.min(fl)),
+        "flipped_removed_fraction_max": float(np.max(fl)),
+        "n_flipped_per_seed": rows[0]["n_flipped"],
+    }
 
 
 def make_figure(rows: list[dict[str, Any]], path: Path) -> None:
@@ -257,6 +290,11 @@ def main() -> int:
         help="fraction of biased rows per class flipped at the largest separation",
     )
     ap.add_argument("--k1-check", action="store_true", help="also run seed 0, sep 0.8 with k=1")
+    ap.add_argument(
+        "--no-control",
+        action="store_true",
+        help="skip the control run with flipped_bias='original' at the largest separation",
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/aflite_synthetic.json")
     ap.add_argument("--figure", type=Path, default=ROOT / "docs/img/aflite_synthetic.png")
     args = ap.parse_args()
@@ -276,6 +314,23 @@ def main() -> int:
             )
     make_figure(rows, args.figure)
     summary = summarize(rows)
+
+    control = None
+    if not args.no_control:
+        sep = max(CIRCLE_SEPARATIONS)
+        ctrl_rows = [
+            run_one(sep, seed, args, args.slice_size, flipped_bias="original")
+            for seed in range(args.seeds)
+        ]
+        control = {
+            "separation": sep,
+            "flipped_bias": "original",
+            **_flipped_summary(ctrl_rows),
+            "biased_unflipped_removed_fraction_mean": float(
+                np.mean([r["biased_unflipped_removed_fraction"] for r in ctrl_rows])
+            ),
+            "per_seed": [{k: v for k, v in r.items() if not k.startswith("_")} for r in ctrl_rows],
+        }
 
     k1 = None
     if args.k1_check:
@@ -298,6 +353,14 @@ def main() -> int:
                 f"{b['mean']:5.1f}±{b['std']:3.1f} [{p['D_phi'][0]:4.1f}] "
                 f"{e['n_final']['mean']:9.0f} {e['biased_fraction_after']['mean']:11.2f}"
             )
+    for name, e in (("observed", summary.get(str(max(CIRCLE_SEPARATIONS)))), ("original", control)):
+        if e and e.get("flipped_removed_fraction_mean") is not None:
+            print(
+                f"flipped rows removed (flipped_bias={name!r}): "
+                f"{e['flipped_removed_fraction_mean']:.1%} mean, "
+                f"{e['flipped_removed_fraction_min']:.1%}-{e['flipped_removed_fraction_max']:.1%} "
+                f"over seeds ({e['n_flipped_per_seed']} flipped rows per seed)"
+            )
     wall = time.perf_counter() - t_start
     print(f"wall time {wall:.0f}s")
 
@@ -306,7 +369,9 @@ def main() -> int:
         {
             "experiment": "paper 000 Sec. 3 / Table 7 / Fig. 2: AFLite on concentric circles",
             "command": "python bench/aflite_synthetic.py"
-            + (" --k1-check" if args.k1_check else ""),
+            + (f" --seeds {args.seeds}" if args.seeds != 10 else "")
+            + (" --k1-check" if args.k1_check else "")
+            + (" --no-control" if args.no_control else ""),
             "protocol": (
                 "AFLite on all n points; Table-7 accuracy = stratified 80/20 train/dev split "
                 "(seeded) of D resp. D(Phi), sklearn LogisticRegression() and SVC() (RBF) on all "
@@ -318,6 +383,7 @@ def main() -> int:
                 "seeds": list(range(args.seeds)),
                 "separations": list(CIRCLE_SEPARATIONS),
                 "flip_fraction_largest_separation": args.flip,
+                "flipped_bias": "observed",
                 "bias_fraction": 0.75,
                 "n_bias_features": 2,
                 "aflite": {
@@ -335,6 +401,7 @@ def main() -> int:
             "summary": summary,
             "per_seed": [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows],
             "k1_check": k1,
+            "flipped_bias_original": control,
             "figure": str(args.figure.relative_to(ROOT))
             if args.figure.is_relative_to(ROOT)
             else str(args.figure),

@@ -21,11 +21,9 @@ import sys
 import time
 from pathlib import Path
 
+import spurious
 from spurious import load_dataset
-from spurious.detectors import PartialInput
 from spurious.provenance import dependency_versions
-from spurious.report import render_report
-from spurious.run import dataset_entry, write_manifest
 from spurious.utils.io import atomic_write_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,21 +84,15 @@ def main() -> int:
         train, test = make()
         for feats in args.features:
             t0 = time.perf_counter()
-            det = PartialInput(features=feats, random_state=0)
-            res = det.run(train, test, progress=True)
-            wall = time.perf_counter() - t0
             run_dir = ROOT / "runs" / "real" / f"{name}-{feats}"
-            res.save(run_dir / res.detector)
-            write_manifest(
-                run_dir,
-                command=["python", *sys.argv],
-                config=det.params_for_json(),
-                seed=0,
-                datasets={"train": dataset_entry(train), "eval": dataset_entry(test)},
-                detectors=["partial_input"],
-                timings={"total_s": wall},
-            )
-            render_report(run_dir)
+            # One lifecycle: results, manifest and report written by spurious.run.
+            res = spurious.run(
+                train,
+                eval=test,
+                analyses={"partial_input": {"features": feats, "random_state": 0}},
+                out=run_dir,
+            )["partial_input"]
+            wall = time.perf_counter() - t0
             row = {k: res.metrics.get(k) for k in KEYS}
             row.update(
                 {

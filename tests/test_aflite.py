@@ -18,12 +18,12 @@ from spurious.data import Dataset, load_dataset
 from spurious.data.synthetic import make_concentric_circles, make_nli_artifacts
 from spurious.detectors.aflite import (
     AFLite,
-    _make_model,
+    make_partition_model,
     predictability,
     sample_partitions,
     select_slice,
 )
-from spurious.detectors.aflite_baselines import one_shot_filter_baseline, random_subset_baseline
+from spurious.detectors.aflite.baselines import one_shot_filter_baseline, random_subset_baseline
 from spurious.exceptions import DataFormatError, DetectorError, FeatureError, ParameterError
 from spurious.models.partition import SklearnPartitionModel
 from spurious.results import DetectorResult
@@ -288,7 +288,7 @@ def _eval_case():
 def test_eval_mode_history_and_stages():
     train, ev, X_tr, X_ev = _eval_case()
     stub = PlantedStub()
-    det = AFLite(n_partitions=8, train_size=10, slice_size=80, tau=0.75, group_by=None,
+    det = AFLite(mode="eval", n_partitions=8, train_size=10, slice_size=80, tau=0.75, group_by=None,
                  model=stub, features=(X_tr, X_ev))  # fmt: skip
     res = det.run(train, ev)
     s = res.scores
@@ -314,7 +314,7 @@ def test_eval_mode_history_and_stages():
 
 def test_eval_mode_has_no_k_limit_on_evaluation_examples():
     train, ev, X_tr, X_ev = _eval_case()
-    res = AFLite(n_partitions=8, train_size=10, slice_size=5, tau=0.75, group_by=None,
+    res = AFLite(mode="eval", n_partitions=8, train_size=10, slice_size=5, tau=0.75, group_by=None,
                  model=PlantedStub(), features=(X_tr, X_ev), max_rounds=1).run(train, ev)  # fmt: skip
     assert res.details["rounds"][0]["n_removed"] == 5  # S: k = 5
     assert res.details["rounds"][0]["n_eval_removed"] == 10  # R: all with p >= tau
@@ -323,7 +323,7 @@ def test_eval_mode_has_no_k_limit_on_evaluation_examples():
 def test_eval_mode_stops_when_no_evaluation_example_remains():
     train, ev, X_tr, X_ev = _eval_case()
     X_ev[:, 1] = 1  # every evaluation example is right in phase 1
-    res = AFLite(n_partitions=8, train_size=10, slice_size=5, group_by=None,
+    res = AFLite(mode="eval", n_partitions=8, train_size=10, slice_size=5, group_by=None,
                  model=PlantedStub(), features=(X_tr, X_ev)).run(train, ev)  # fmt: skip
     assert res.details["stop_reason"] == "eval_exhausted" and res.metrics["n_rounds"] == 1
     assert res.metrics["n_eval_selected"] == 0
@@ -421,11 +421,11 @@ def test_feature_errors():
 
 
 def test_model_resolution():
-    assert isinstance(_make_model("sklearn-logistic"), SklearnPartitionModel)
-    assert isinstance(_make_model(LogisticRegression()), SklearnPartitionModel)
+    assert isinstance(make_partition_model("sklearn-logistic"), SklearnPartitionModel)
+    assert isinstance(make_partition_model(LogisticRegression()), SklearnPartitionModel)
     stub = PlantedStub()
-    assert _make_model(stub) is stub
-    assert hasattr(_make_model("logistic"), "fit_predict")
+    assert make_partition_model(stub) is stub
+    assert hasattr(make_partition_model("logistic"), "fit_predict")
 
 
 def test_text_features_end_to_end():
@@ -475,15 +475,11 @@ def test_result_details_carry_baseline_sizes():
 # Report section and CLI
 # ---------------------------------------------------------------------------------------
 def test_report_section_escapes_text_and_shows_stages(tmp_path):
-    from spurious.report import (
-        build_section,
-        render_report,
-        sections_aflite,  # noqa: F401  (registers the section)
-    )
+    from spurious.report import build_section, render_report
 
     train, ev, X_tr, X_ev = _eval_case()
     ev.frame.loc[0, "text"] = "<script>alert(1)</script>"
-    res = AFLite(n_partitions=8, train_size=10, slice_size=80, group_by=None,
+    res = AFLite(mode="eval", n_partitions=8, train_size=10, slice_size=80, group_by=None,
                  model=PlantedStub(), features=(X_tr, X_ev)).run(train, ev)  # fmt: skip
     html = str(build_section(res).html_body)
     assert "<script>alert" not in html and "&lt;script&gt;" in html
@@ -497,12 +493,9 @@ def test_report_section_escapes_text_and_shows_stages(tmp_path):
 
 @pytest.fixture()
 def cli():
-    from spurious.cli import _Group
-    from spurious.cli_aflite import aflite
+    from spurious.cli import main
 
-    group = _Group()
-    group.add_command(aflite)
-    return group
+    return main
 
 
 def test_cli_with_precomputed_features_writes_filtered(cli, circles_run, tmp_path):
@@ -601,7 +594,8 @@ def test_write_filtered_as_hugging_face_dataset(tmp_path):
     ds, _ = _nli_source(tmp_path)
     out = write_filtered(ds, _flag_result(ds, np.arange(12) < 2), tmp_path / "hf", format="hf")
     back = datasets.load_from_disk(str(out))
-    assert back.num_rows == 10 and "premise" in back.column_names
+    # The input's own columns (sentence1, not the canonical premise): a drop-in replacement.
+    assert back.num_rows == 10 and "sentence1" in back.column_names
 
 
 def test_filter_errors(tmp_path):
@@ -614,9 +608,19 @@ def test_filter_errors(tmp_path):
         filter_dataset(ds, DetectorResult("aflite", pd.DataFrame({"id": ds.ids}), {}))
     with pytest.raises(DetectorError, match="not in the 'aflite' result"):
         filter_dataset(ds, _flag_result(ds.subset([0, 1]), [False, False]))
-    ds.frame.loc[3, "hypothesis"] = "a\ttab"
-    with pytest.raises(DataFormatError, match="tab or line break"):
+    ds.frame.loc[3, "hypothesis"] = "a\ttab"  # written rows are re-read from the input
+    with pytest.raises(DataFormatError, match="changed since it was loaded"):
         write_filtered(ds, _flag_result(ds, np.zeros(12)), tmp_path / "kept.tsv")
+    tabbed = load_dataset(ds.frame.drop(columns="label_id"), "nli")
+    with pytest.raises(DataFormatError, match="tab or line break"):
+        write_filtered(tabbed, _flag_result(tabbed, np.zeros(12)), tmp_path / "kept.tsv")
     failed = DetectorResult("aflite", pd.DataFrame({"id": []}), {}, status="failed", error="x")
     with pytest.raises(DetectorError, match="failed"):
         filter_dataset(ds, failed)
+
+
+def test_train_mode_refuses_an_evaluation_split_passed_directly():
+    """An eval split no longer switches modes silently: the mode is explicit."""
+    train, ev, X_tr, _ = _eval_case()
+    with pytest.raises(ParameterError, match="mode='eval'"):
+        AFLite(features=X_tr, model=PlantedStub()).run(train, ev)

@@ -12,7 +12,7 @@ from sklearn.linear_model import LogisticRegression
 from spurious.data import Dataset
 from spurious.data.synthetic import make_concentric_circles
 from spurious.detectors.aflite import AFLite
-from spurious.detectors.aflite_checkpoint import STATE_FILE
+from spurious.detectors.aflite.checkpoint import STATE_FILE
 from spurious.exceptions import DetectorError
 from spurious.models.partition import SklearnPartitionModel
 
@@ -125,7 +125,7 @@ def test_corrupted_checkpoint_is_detected(full, tmp_path):
 def test_eval_mode_resume_is_identical(tmp_path):
     ds, X = _data(n=500)
     train, ev = ds.subset(np.arange(400)), ds.subset(np.arange(400, 500))
-    kw = _kw((X[:400], X[400:]))
+    kw = {**_kw((X[:400], X[400:])), "mode": "eval"}
     uninterrupted = AFLite(**kw).run(train, ev)
     AFLite(**{**kw, "checkpoint_dir": tmp_path, "max_rounds": 1}).run(train, ev)
     resumed = AFLite(**{**kw, "checkpoint_dir": tmp_path}).run(train, ev)

@@ -134,3 +134,96 @@ def test_help_explains_every_option(runner):
     r = runner.invoke(main, ["leakage", "--help"])
     assert "--eval" in r.output and "--features" in r.output and "Delta_maj" in r.output
     assert "partial_input" in runner.invoke(main, ["detectors"]).output
+
+
+def _files_of(out):
+    return {
+        p.relative_to(out).as_posix(): p.read_bytes()
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and p.name in ("metrics.json", "scores.parquet")
+    }
+
+
+def test_audit_picks_applicable_analyses_and_skips_with_reasons(runner, nli_files, tmp_path):
+    out = tmp_path / "audit"
+    args = ["audit", str(nli_files / "train.jsonl"), "--task", "nli", "--quick",
+            "--features", "bow", "--set", "partial_input.n_resamples=50",
+            "--set", "aflite.n_partitions=8", "--out", str(out)]  # fmt: skip
+    r = runner.invoke(main, args)
+    assert r.exit_code == 0, r.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["statuses"] == {
+        "aflite": "ok",
+        "partial_input": "ok",
+        "prediction_bias": "skipped",
+    }
+    assert "needs model predictions" in manifest["skipped"]["prediction_bias"]
+    assert manifest["config"]["analyses"]["aflite"]["n_partitions"] == 8
+    assert manifest["config"]["analyses"]["partial_input"]["features"] == "bow"
+    # the terminal summary table and the report's overview
+    assert "analysis" in r.output and "finding" in r.output and "leakage" in r.output
+    html = (out / "report.html").read_text()
+    assert html.index("needs model predictions") < html.index('id="partial_input"') or (
+        "needs model predictions" in html
+    )
+    # one representation for both analyses (features of the full view built once)
+    built = [k for k in manifest["timings"] if k.startswith("artifact:features") and "full" in k]
+    assert len(built) == 1, built
+
+
+def test_run_config_reproduces_a_run_bit_identically(runner, nli_files, tmp_path):
+    first = tmp_path / "first"
+    args = ["leakage", str(nli_files / "train.jsonl"), "--eval", str(nli_files / "dev.jsonl"),
+            "--task", "nli", "--n-resamples", "100", "--out", str(first)]  # fmt: skip
+    assert runner.invoke(main, args).exit_code == 0
+    again = tmp_path / "again"
+    r = runner.invoke(main, ["run", "--config", str(first / "manifest.json"), "--out", str(again)])
+    assert r.exit_code == 0, r.output
+    assert _files_of(first) == _files_of(again) and _files_of(first)
+    # YAML configs work too
+    import yaml
+
+    config = json.loads((first / "manifest.json").read_text())["config"]
+    (tmp_path / "run.yaml").write_text(yaml.safe_dump(config))
+    third = tmp_path / "third"
+    r = runner.invoke(main, ["run", "--config", str(tmp_path / "run.yaml"), "--out", str(third)])
+    assert r.exit_code == 0, r.output
+    assert _files_of(first) == _files_of(third)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["audit", "{train}", "--task", "nli", "--only", "nope"], "Unknown analysis 'nope'"),
+        (["audit", "{train}", "--task", "nli", "--set", "aflite"], "ANALYSIS.PARAM=VALUE"),
+        (
+            ["audit", "{train}", "--task", "nli", "--set", "aflite.n_partitions=0"],
+            "'n_partitions' parameter of AFLite",
+        ),
+        (["audit", "{train}", "--task", "nli", "--set", "aflite.bogus=1"], "Unknown parameter"),
+    ],
+)
+def test_audit_bad_input_writes_nothing(runner, nli_files, tmp_path, args, message):
+    args = [a.format(train=nli_files / "train.jsonl") for a in args]
+    out = tmp_path / "never"
+    r = runner.invoke(main, [*args, "--out", str(out)])
+    assert r.exit_code == 2, r.output
+    assert message in r.output
+    assert not out.exists()
+
+
+def test_python_api_runs_and_renders(tmp_path):
+    import spurious
+
+    train, test = make_nli_artifacts(n=400, artifact_rate=0.9, random_state=1).dataset.split(0.3)
+    run = spurious.run(
+        train,
+        eval=test,
+        analyses={"partial_input": {"features": "bow", "n_resamples": 50}},
+        out=tmp_path / "api",
+        progress=False,
+    )
+    res = run["partial_input"]
+    assert res.ok and len(repr(res)) < 400 and "partial_input" in res._repr_html_()
+    assert run.report is not None and run.report.exists()
+    assert res.headline["severity"] in ("moderate", "high")

@@ -107,7 +107,7 @@ def test_ray_executor_matches_local(ray_cluster):
     assert local.metrics == remote.metrics
     # Evaluation-set mode too.
     train, ev = ds.subset(np.arange(200)), ds.subset(np.arange(200, 300))
-    kw["features"] = (X[:200], X[200:])
+    kw["features"], kw["mode"] = (X[:200], X[200:]), "eval"
     a = AFLite(**kw).run(train, ev)
     b = AFLite(**kw, executor=ex).run(train, ev)
     pd.testing.assert_frame_equal(a.scores, b.scores)

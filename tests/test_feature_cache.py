@@ -9,8 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spurious.features import cache as cache_mod
-from spurious.features.cache import CACHE_ENV_VAR, FeatureCache, array_checksum
+from spurious.features.cache import FeatureCache
+from spurious.utils import cache as cache_mod
+from spurious.utils.cache import CACHE_ENV_VAR
+from spurious.utils.hashing import array_digest
 
 KEY = {"dataset": "f00d", "field": "premise", "featurizer": {"name": "minilm", "dim": 384}}
 
@@ -60,7 +62,7 @@ def test_entry_layout_and_sidecar(cache: FeatureCache, array: np.ndarray) -> Non
     assert meta["key"] == KEY
     assert meta["shape"] == [6, 4]
     assert np.dtype(meta["dtype"]) == np.float32
-    assert meta["checksum"] == array_checksum(array.astype(np.float32))
+    assert meta["checksum"] == array_digest(array.astype(np.float32))
     # Plain .npy: readable without pickle.
     np.testing.assert_array_equal(np.load(npy, allow_pickle=False), array.astype(np.float32))
 

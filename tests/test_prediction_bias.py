@@ -158,6 +158,24 @@ def test_seeded_missing_values_and_errors():
         prediction_bias(correct[:5], attr)
 
 
+def test_bootstrap_options_are_checked_once_with_shared_defaults():
+    attr = np.arange(2000) % 10
+    correct = (attr <= 4).astype(float)
+    # One set of defaults (the paper's 100 x 800, quantiles .025/.975) for every function.
+    res = prediction_bias(correct, attr, threshold=4)
+    assert res.params == {"n_trials": 100, "sample_size": 800, "quantiles": [0.025, 0.975],
+                          "random_state": 0, "replace": True, "step": None}  # fmt: skip
+    for call in (
+        lambda: prediction_bias(correct, attr, 4, n_trial=5),
+        lambda: threshold_search(correct, attr, n_trial=5),
+        lambda: natural_bias(correct[None, :], attr, 4, n_trial=5),
+    ):
+        with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['n_trial'\]"):
+            call()
+    with pytest.raises(ParameterError, match="'step' parameter of prediction_bias"):
+        threshold_search(correct, attr, step=0)
+
+
 def test_natural_bias_is_the_minimum_over_annotators():
     attr = np.arange(4000) % 10
     biased = (attr <= 5).astype(float)
@@ -225,7 +243,7 @@ def test_bias_table_shared_threshold(tmp_path):
     res.save(tmp_path / "pb")
     back = DetectorResult.load(tmp_path / "pb", expected_fingerprints={"eval": ds.fingerprint})
     assert back.metrics["bias_biased_h"] == m["bias_biased_h"]
-    import spurious.report.sections_bias  # noqa: F401
+    import spurious.report.sections.prediction_bias  # noqa: F401
 
     section = build_section(back)
     assert section.status == "ok" and "data:image/svg+xml" in section.html_body

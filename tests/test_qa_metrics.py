@@ -13,7 +13,8 @@ import pytest
 
 from spurious.data import Dataset, load_dataset
 from spurious.data.predictions import align_predictions, load_predictions
-from spurious.evaluate.metrics import (
+from spurious.exceptions import DataFormatError, LabelError, ParameterError, SchemaError
+from spurious.stats.metrics import (
     accuracy_scores,
     example_scores,
     leave_one_out_scores,
@@ -22,7 +23,6 @@ from spurious.evaluate.metrics import (
     squad_exact_match,
     squad_f1,
 )
-from spurious.exceptions import DataFormatError, LabelError, ParameterError, SchemaError
 from tests.conftest import shared_data
 
 

@@ -223,12 +223,12 @@ def test_header_has_run_info(report: tuple[Path, str]) -> None:
 
 def test_toc_links_every_section(report: tuple[Path, str]) -> None:
     _, html = report
-    for anchor in ("det-partial_input", "det-token_pmi", "det-encoder_probe"):
+    for anchor in ("partial_input", "token_pmi", "encoder_probe"):
         assert f'href="#{anchor}"' in html
         assert f'id="{anchor}"' in html
     # Manifest order is kept.
-    assert html.index('id="det-partial_input"') < html.index('id="det-token_pmi"')
-    assert html.index('id="det-token_pmi"') < html.index('id="det-encoder_probe"')
+    assert html.index('id="partial_input"') < html.index('id="token_pmi"')
+    assert html.index('id="token_pmi"') < html.index('id="encoder_probe"')
 
 
 def test_partial_input_metrics_with_intervals(report: tuple[Path, str]) -> None:
@@ -273,8 +273,8 @@ def test_generic_section_fallback(report: tuple[Path, str]) -> None:
 
 def test_failed_detector_shows_error(report: tuple[Path, str]) -> None:
     _, html = report
-    section = html[html.index('id="det-encoder_probe"') :]
-    assert "This detector failed" in section
+    section = html[html.index('id="encoder_probe"') :]
+    assert "This analysis failed" in section
     assert "RuntimeError: CUDA out of memory" in section
     assert 'badge status-failed">failed<' in html
     assert "1 failed" in html
@@ -318,7 +318,7 @@ def test_partial_result_without_details_or_manifest(tmp_path: Path) -> None:
 
 def test_empty_run_dir(tmp_path: Path) -> None:
     html = render_report(tmp_path).read_text(encoding="utf-8")
-    assert "No detector results" in html
+    assert "No analysis results" in html
 
 
 def test_missing_run_dir_raises(tmp_path: Path) -> None:
@@ -339,7 +339,7 @@ def test_unloadable_and_failed_without_scores(tmp_path: Path) -> None:
     )
     html = render_report(run_dir).read_text(encoding="utf-8")
     assert "could not be loaded" in html and "newer spurious" in html
-    assert "This detector failed" in html and "ValueError: bad &lt;input&gt;" in html
+    assert "This analysis failed" in html and "ValueError: bad &lt;input&gt;" in html
 
 
 def test_manifest_mismatch_and_missing_detector(tmp_path: Path) -> None:
@@ -352,7 +352,8 @@ def test_manifest_mismatch_and_missing_detector(tmp_path: Path) -> None:
     partial_input_result().save(run_dir / "partial_input")
     html = render_report(run_dir).read_text(encoding="utf-8")
     assert "Dataset mismatch" in html and "something-else" in html
-    assert "&#39;ghost&#39; is listed in manifest.json" in html
+    ghost = html[html.index('id="findings"') : html.index('id="sections"')]
+    assert "ghost" in ghost and "listed in manifest.json, but no result was saved" in ghost
 
 
 def test_registered_section_is_used_and_broken_one_falls_back(tmp_path: Path) -> None:
@@ -373,8 +374,8 @@ def test_registered_section_is_used_and_broken_one_falls_back(tmp_path: Path) ->
             register_section("custom_det")(lambda r: _custom(r))
         html = render_report(run_dir).read_text(encoding="utf-8")
     finally:
-        SECTION_REGISTRY.pop("custom_det", None)
-        SECTION_REGISTRY.pop("broken_det", None)
+        SECTION_REGISTRY.unregister("custom_det")
+        SECTION_REGISTRY.unregister("broken_det")
     assert "Custom view" in html and "<p class='x'>&lt;hi&gt;</p>" in html
     assert "Specialised view unavailable" in html and "renderer bug" in html
     assert "2.500" in html  # the generic view of the broken detector
@@ -441,6 +442,10 @@ def test_report_in_headless_chromium(
         assert "spurious report" in driver.title
         severe = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
         assert severe == [], severe
+        # The findings are on the first screen (900 px high), run metadata is not.
+        box = "return document.getElementById(arguments[0]).getBoundingClientRect().top"
+        assert driver.execute_script(box, "findings") < 450
+        assert driver.execute_script(box, "run") > 900
 
         # Full-page screenshot: grow the window to the document height, from the top.
         height = driver.execute_script("return document.documentElement.scrollHeight")

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from spurious.actions.resample import resample_file, resample_indices
-from spurious.cli_bias import bias, resample
+from spurious.cli.bias import bias, resample
 from spurious.data import load_dataset
 from spurious.exceptions import ParameterError
 

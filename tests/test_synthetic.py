@@ -259,16 +259,41 @@ def test_circles_geometry_and_bias_means():
     np.testing.assert_allclose(bias[~data.is_biased].mean(axis=0), 0.0, atol=0.05)
 
 
-def test_circles_flips_only_biased_rows():
+@pytest.mark.parametrize("flipped_bias", ["observed", "original"])
+def test_circles_flips_only_biased_rows(flipped_bias):
     clean = make_concentric_circles(n=2000, random_state=4)
-    flipped = make_concentric_circles(n=2000, flip_fraction=0.1, random_state=4)
-    np.testing.assert_array_equal(clean.X, flipped.X)
+    flipped = make_concentric_circles(
+        n=2000, flip_fraction=0.1, random_state=4, flipped_bias=flipped_bias
+    )
+    # Same draws: the coordinates never move, and only flipped rows' bias columns may.
+    np.testing.assert_array_equal(clean.X[:, :2], flipped.X[:, :2])
+    np.testing.assert_array_equal(clean.X[~flipped.is_flipped], flipped.X[~flipped.is_flipped])
     for c in (0, 1):
         biased = clean.is_biased & (clean.y == c)
         assert flipped.is_flipped[biased].sum() == round(0.1 * biased.sum())
     np.testing.assert_array_equal(np.bincount(flipped.y), np.bincount(clean.y))
     assert not (flipped.is_flipped & ~flipped.is_biased).any()
     np.testing.assert_array_equal(clean.y != flipped.y, flipped.is_flipped)
+    assert flipped.params["flipped_bias"] == flipped_bias
+
+
+def test_circles_flipped_rows_bias_follows_the_observed_label_by_default():
+    kw = {"n": 20000, "flip_fraction": 0.2, "random_state": 5}
+    new = make_concentric_circles(**kw)
+    old = make_concentric_circles(**kw, flipped_bias="original")
+    f = new.is_flipped
+    np.testing.assert_array_equal(f, old.is_flipped)
+    np.testing.assert_array_equal(new.y, old.y)
+    # Bias shift +1 for class 1, -1 for class 0: a flipped row's bias mean is +-1 with
+    # the sign of its observed label (default) or of its original class (option).
+    sign = np.where(new.y[f] == 1, 1.0, -1.0)[:, None]
+    np.testing.assert_allclose((new.X[f, 2:] * sign).mean(axis=0), 1.0, atol=0.05)
+    np.testing.assert_allclose((old.X[f, 2:] * sign).mean(axis=0), -1.0, atol=0.05)
+    # The bias columns differ by exactly 2 * bias_shift on flipped rows, nowhere else.
+    np.testing.assert_allclose(np.abs(new.X[f, 2:] - old.X[f, 2:]), 2.0, atol=1e-5)
+    # The coordinates keep the original ring: a flipped row sits in the other class's ring.
+    radius = np.hypot(new.X[:, 0], new.X[:, 1])
+    assert radius[f & (new.y == 1)].mean() > 0.9 > radius[~f & (new.y == 1)].mean()
 
 
 def test_circles_determinism():
@@ -291,6 +316,7 @@ def test_circles_determinism():
         ({"flip_fraction": -1}, "'flip_fraction' parameter"),
         ({"n": 1}, "'n' parameter"),
         ({"noise": -0.1}, "'noise' parameter"),
+        ({"flipped_bias": "new"}, "'flipped_bias' parameter"),
     ],
 )
 def test_circles_bad_parameters(kwargs, needle):

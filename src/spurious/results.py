@@ -1,10 +1,11 @@
-"""The one result type every detector returns, and its on-disk form.
+"""The one result type every analysis returns, and its on-disk form.
 
 On disk (inside a run directory, see ``docs/run-directory.md``)::
 
     <dir>/metrics.json     flat {metric name: number}
     <dir>/scores.parquet   one row per example, keyed by ``id``
-    <dir>/result.json      detector, status, params, provenance, summary, details
+    <dir>/result.json      analysis name, status, params, provenance, summary, headline,
+                           details
 """
 
 from __future__ import annotations
@@ -23,15 +24,18 @@ from spurious.utils.io import atomic_write, atomic_write_json, read_json
 
 RESULT_FORMAT_VERSION = 1
 
+#: The states a result can be in.
+STATUSES = ("ok", "failed", "skipped")
+
 
 @dataclass
-class DetectorResult:
-    """Per-example scores, dataset-level metrics, params and provenance of one detector run.
+class Result:
+    """Per-example scores, dataset-level metrics, params and provenance of one analysis run.
 
     Attributes
     ----------
     detector : str
-        Registry name of the detector.
+        Registry name of the analysis (also available as :attr:`name`).
     scores : pandas.DataFrame
         One row per scored example; first column ``id``. Column meanings are listed in
         the detector's ``score_columns``.
@@ -46,9 +50,16 @@ class DetectorResult:
         One line a person can read.
     details : dict
         Extra JSON for the report (tables, curves).
-    status : {"ok", "failed"}
+    status : {"ok", "failed", "skipped"}
+        ``failed``: the analysis raised (``error`` says what); ``skipped``: its
+        requirements were not met by the inputs (``error`` says which).
     error : str or None
-        The error message when ``status == "failed"``.
+        Why the result is ``failed`` or ``skipped``.
+    headline : dict
+        The finding in one line for the report's overview card: ``label`` (what was
+        measured), ``value`` (the headline number, float or None), ``text`` (the figure
+        in words), ``verdict`` (a judgement in words) and ``severity`` (``"none"``,
+        ``"low"``, ``"moderate"``, ``"high"`` or ``"info"``).
     """
 
     detector: str
@@ -60,6 +71,37 @@ class DetectorResult:
     details: dict[str, Any] = field(default_factory=dict)
     status: str = "ok"
     error: str | None = None
+    headline: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """Registry name of the analysis that produced this result."""
+        return self.detector
+
+    @property
+    def ok(self) -> bool:
+        """``True`` when the analysis ran to completion."""
+        return self.status == "ok"
+
+    def __repr__(self) -> str:
+        shape = f"{len(self.scores)} scored rows, {len(self.metrics)} metrics"
+        why = f", {self.error!r}" if self.error else ""
+        return f"<Result {self.detector!r} {self.status}{why}: {shape}; {self.summary[:120]!r}>"
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        rows = "".join(
+            f"<tr><td>{escape(str(k))}</td><td>{v:.4g}</td></tr>"
+            for k, v in list(self.metrics.items())[:12]
+            if isinstance(v, int | float)
+        )
+        verdict = self.headline.get("verdict", "")
+        return (
+            f"<div><b>{escape(self.detector)}</b> ({escape(self.status)}) "
+            f"{escape(self.summary)}<br><i>{escape(str(verdict))}</i>"
+            f"<table>{rows}</table></div>"
+        )
 
     # -- persistence -------------------------------------------------------------------
     def save(self, directory: str | Path) -> Path:
@@ -79,6 +121,7 @@ class DetectorResult:
                 "params": self.params,
                 "provenance": self.provenance.to_dict(),
                 "details": self.details,
+                "headline": self.headline,
             },
         )
         return directory
@@ -86,7 +129,7 @@ class DetectorResult:
     @classmethod
     def load(
         cls, directory: str | Path, *, expected_fingerprints: dict[str, str] | None = None
-    ) -> DetectorResult:
+    ) -> Result:
         """Load a saved result, checking the library version and dataset fingerprints.
 
         Parameters
@@ -127,7 +170,7 @@ class DetectorResult:
                 )
         scores_path = directory / "scores.parquet"
         try:
-            if not scores_path.exists() and meta.get("status") == "failed":
+            if not scores_path.exists() and meta.get("status") in ("failed", "skipped"):
                 scores = pd.DataFrame({"id": pd.Series([], dtype=str)})
             else:
                 scores = pd.read_parquet(scores_path)
@@ -147,6 +190,7 @@ class DetectorResult:
             details=meta.get("details", {}),
             status=meta.get("status", "ok"),
             error=meta.get("error"),
+            headline=meta.get("headline") or {},
         )
 
 
@@ -156,3 +200,7 @@ def _major_minor(version: str) -> tuple[int, int]:
         return int(parts[0]), int(parts[1])
     except ValueError:
         return (0, 0)
+
+
+#: The name the result type had before analyses other than detectors shared it.
+DetectorResult = Result

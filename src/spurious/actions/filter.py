@@ -1,38 +1,60 @@
 """Filtered datasets: keep the rows a detector did not flag (AFLite's reduced set S).
 
-:func:`filter_dataset` returns the kept rows as a :class:`~spurious.data.Dataset`;
-:func:`write_filtered` writes them, atomically, as JSONL, CSV, TSV, Parquet or a
-Hugging Face dataset folder. Rows keep every column the source had (a Dataset frame
-keeps extra columns) plus ``id`` (content-hash ids when the source had none), without the
-derived ``label_id``; ``field_map`` renames canonical fields back to the source's names.
-TSV is written unquoted, as NLP corpora are and as :func:`spurious.load_dataset` reads it.
+:func:`filter_dataset` returns the kept rows as a :class:`~spurious.data.Dataset`.
+:func:`filter_source` returns them in the input's own form, and :func:`write_filtered`
+writes them, atomically, as JSONL, JSON, CSV, TSV, Parquet or a Hugging Face dataset
+folder, as drop-in replacements for the input:
+
+- the rows are the input's own rows (re-read from the file, or taken from the
+  DataFrame / Hugging Face object that was loaded), so column names (``sentence``,
+  ``sentence1``, ``gold_label``...), columns the analysis did not use, and value types
+  (integer labels stay integers) are those of the input; written in the input's own
+  format, a JSONL or JSON row is the input's record unchanged (keys absent from a row
+  stay absent) and a Parquet file keeps its Arrow schema and metadata;
+- a Hugging Face dataset keeps its features (``ClassLabel`` included) and its type:
+  a ``DatasetDict`` comes back as a ``DatasetDict`` whose loaded split is filtered and
+  whose other splits are unchanged;
+- an ``id`` column (the ids :func:`spurious.load_dataset` gave the rows: content hashes)
+  is added, as the first column, **only when the input had no id column**, so the kept
+  rows can be matched to the analysis' per-example results; ``add_id=False`` leaves it
+  out. An input id column (``id``, ``pairID``...) is kept as it was.
+
+Datasets built in memory with :meth:`~spurious.data.Dataset.from_frame` have no
+recorded input: they are written from their canonical frame (without the derived
+``label_id``), with ``field_map`` renaming canonical fields back to source names. TSV is
+written unquoted, as NLP corpora are and as :func:`spurious.load_dataset` reads it.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from spurious.data.dataset import Dataset
+from spurious.data.dataset import Dataset, InputSource
 from spurious.exceptions import DataFormatError, DetectorError, ParameterError
 from spurious.results import DetectorResult
-from spurious.utils.io import atomic_write
+from spurious.utils.io import atomic_write, atomic_write_text
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FILTER_FORMATS", "filter_dataset", "write_filtered"]
+__all__ = ["FILTER_FORMATS", "filter_dataset", "filter_source", "write_filtered"]
 
-#: Output formats of :func:`write_filtered`.
-FILTER_FORMATS = ("jsonl", "csv", "tsv", "parquet", "hf")
-_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv",
-             ".parquet": "parquet", ".pq": "parquet"}  # fmt: skip
+#: Output formats of :func:`write_filtered` ("json": a JSON array of records, or SQuAD's
+#: nested JSON when the input was one).
+FILTER_FORMATS = ("jsonl", "json", "csv", "tsv", "parquet", "hf")
+_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv",
+             ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet"}  # fmt: skip
+#: Formats whose files hold Arrow tables (with the Hugging Face features, if any).
+_ARROW_FORMATS = ("parquet", "arrow", "hf_disk")
 # Columns the library adds to a Dataset frame; not part of the user's data.
 _DERIVED = ("label_id",)
 
@@ -139,6 +161,44 @@ def _source_frame(dataset: Dataset, field_map: Mapping[str, str] | None) -> pd.D
     return frame
 
 
+def filter_source(dataset: Dataset, result: DetectorResult, *, add_id: bool = True) -> Any:
+    """The rows ``result`` did not flag, in the form the input had (see the module docstring).
+
+    Parameters
+    ----------
+    dataset : Dataset
+        Loaded with :func:`spurious.load_dataset` (its :attr:`~Dataset.source` says
+        what the input was).
+    result : DetectorResult
+    add_id : bool, default=True
+        Add an ``id`` column when the input had none.
+
+    Returns
+    -------
+    datasets.Dataset, datasets.DatasetDict or pandas.DataFrame
+        The same type as a Hugging Face input (a ``save_to_disk`` folder counts as one;
+        features kept; a DatasetDict with its loaded split filtered), else a DataFrame
+        of the input's rows with its own columns (a DataFrame input keeps its index).
+
+    Examples
+    --------
+    >>> from spurious.data import load_dataset
+    >>> from spurious.results import DetectorResult
+    >>> df = pd.DataFrame({"sentence": ["good", "bad", "fine"], "label": [1, 0, 1]})
+    >>> ds = load_dataset(df, "text")
+    >>> res = DetectorResult("aflite", pd.DataFrame({"id": ds.ids,
+    ...                      "is_aflite_issue": [False, True, False]}), {})
+    >>> out = filter_source(ds, res, add_id=False)
+    >>> out.columns.tolist(), out["label"].tolist()
+    (['sentence', 'label'], [1, 1])
+    """
+    keep = kept_mask(dataset, result)
+    src = _require_source(dataset)
+    if src.kind == "hf" or src.format == "hf_disk":
+        return _hf_like_input(dataset, src, keep, add_id)
+    return _raw_rows(dataset, src, keep, add_id, reset_index=src.kind != "dataframe")
+
+
 def write_filtered(
     dataset: Dataset,
     result: DetectorResult,
@@ -146,8 +206,9 @@ def write_filtered(
     format: str | None = None,
     *,
     field_map: Mapping[str, str] | None = None,
+    add_id: bool = True,
 ) -> Path:
-    """Write the rows ``result`` kept, in the format of ``path`` (atomically).
+    """Write the rows ``result`` kept, as a drop-in replacement for the input (atomically).
 
     Parameters
     ----------
@@ -155,14 +216,16 @@ def write_filtered(
         The data the result scored.
     result : DetectorResult
     path : path
-        Output file (``.jsonl``, ``.csv``, ``.tsv``, ``.parquet``) or, with
+        Output file (``.jsonl``, ``.json``, ``.csv``, ``.tsv``, ``.parquet``) or, with
         ``format="hf"``, the folder of a Hugging Face ``datasets`` dataset
         (``save_to_disk``; needs the ``hf`` extra).
-    format : {"jsonl", "csv", "tsv", "parquet", "hf"}, optional
+    format : {"jsonl", "json", "csv", "tsv", "parquet", "hf"}, optional
         Overrides the suffix.
     field_map : mapping, optional
-        ``{canonical name: source column}`` as given to ``load_dataset``, to write the
-        source's column names back.
+        ``{canonical name: source column}``, used only for a dataset without a recorded
+        input (built with ``Dataset.from_frame``); loaded data writes its own columns.
+    add_id : bool, default=True
+        Add an ``id`` column when the input had none (see the module docstring).
 
     Returns
     -------
@@ -182,13 +245,116 @@ def write_filtered(
     """
     path = Path(path)
     fmt = _infer_format(path, format)
-    kept = filter_dataset(dataset, result)
-    frame = _source_frame(kept, field_map)
+    keep = kept_mask(dataset, result)
+    src = dataset.source
+    if src is None:
+        _write_canonical(dataset.subset(np.flatnonzero(keep)), path, fmt, field_map)
+    elif fmt == "hf":
+        _save_hf(_hf_like_input(dataset, src, keep, add_id), path)
+    elif src.kind == "hf" and fmt == "parquet":
+        hf = _hf_like_input(dataset, src, keep, add_id, whole_dict=False)
+        atomic_write(path, lambda p: hf.to_parquet(str(p)))
+    elif fmt == src.format == "jsonl" or (fmt == src.format == "json"):
+        _write_records(dataset, src, keep, add_id, path, fmt)
+    elif fmt == src.format == "squad" or (fmt == "json" and src.format == "squad"):
+        _write_squad(dataset, src, keep, path)
+    elif fmt == "parquet" and src.kind == "file" and src.format in _ARROW_FORMATS:
+        _write_arrow_as_parquet(dataset, src, keep, add_id, path)
+    else:
+        frame = _raw_rows(dataset, src, keep, add_id, reset_index=True)
+        if src.format in ("csv", "tsv") and fmt not in ("csv", "tsv"):
+            frame = _typed_labels(frame, src)
+        _write_frame(frame, path, fmt)
+    logger.info("wrote %d of %d rows to %s (%s)", int(keep.sum()), len(dataset), path, fmt)
+    return path
+
+
+# -- the input's own rows ----------------------------------------------------------------
+
+
+def _require_source(dataset: Dataset) -> InputSource:
+    if dataset.source is None:
+        raise ParameterError(
+            f"Dataset {dataset.name!r} has no recorded input (it was built in memory, not by "
+            "spurious.load_dataset): there is no input form to return. Use filter_dataset(), "
+            "or write_filtered(..., field_map=...) to write its canonical columns."
+        )
+    return dataset.source
+
+
+def _raw_rows(
+    dataset: Dataset, src: InputSource, keep: np.ndarray, add_id: bool, *, reset_index: bool
+) -> pd.DataFrame:
+    """The kept rows of the input, with the input's columns and values (+ ``id``)."""
+    if src.kind == "dataframe":
+        raw = src.obj
+    elif src.kind == "hf":
+        obj = src.obj[src.split] if src.split is not None else src.obj
+        raw = obj.to_pandas()
+    else:
+        raw = _reread(src)
+    _check_unchanged(dataset, src, raw)
+    out = raw.iloc[src.rows[keep]].copy()
+    if reset_index:
+        out = out.reset_index(drop=True)
+    if add_id and src.id_column is None:
+        out.insert(0, "id", dataset.ids[keep])
+    return out
+
+
+def _reread(src: InputSource) -> pd.DataFrame:
+    from spurious.data.readers import READERS, read_hf_disk
+
+    path = Path(src.path or "")
+    if not path.exists():
+        raise DataFormatError(
+            f"The input {str(path)!r} no longer exists; the filtered rows are re-read from it."
+        )
+    if src.format == "hf_disk":
+        frame, _ = read_hf_disk(path, src.split)
+    else:
+        frame, _ = READERS[src.format](path)
+    frame.attrs.pop("hf_features", None)
+    return frame
+
+
+def _check_unchanged(dataset: Dataset, src: InputSource, raw: pd.DataFrame) -> None:
+    """Refuse to write rows of an input that changed since it was loaded."""
+    changed = len(raw) != src.n_source_rows
+    if not changed:
+        for f in dataset.task.text_fields:
+            col = src.columns.get(f, f)
+            if col in raw.columns and not raw[col].iloc[src.rows].astype(str).reset_index(
+                drop=True
+            ).equals(dataset.frame[f].reset_index(drop=True)):
+                changed = True
+                break
+    if changed:
+        where = src.path or f"the in-memory {src.kind}"
+        raise DataFormatError(
+            f"The input of dataset {dataset.name!r} ({where}) changed since it was loaded "
+            f"({len(raw)} rows now, {src.n_source_rows} then, or different texts); reload it "
+            "and rerun the analysis before writing the filtered rows."
+        )
+
+
+def _typed_labels(frame: pd.DataFrame, src: InputSource) -> pd.DataFrame:
+    """CSV/TSV cells are read as text: give an all-integer label column its integers back."""
+    col = src.columns.get("label", "label")
+    if col in frame.columns:
+        text = frame[col].astype(str).str.strip()
+        if len(text) and text.str.fullmatch(r"-?\d+").all():
+            frame[col] = text.astype(np.int64)
+    return frame
+
+
+def _write_frame(frame: pd.DataFrame, path: Path, fmt: str) -> None:
     if fmt == "jsonl":
         atomic_write(
-            path,
-            lambda p: frame.to_json(p, orient="records", lines=True, force_ascii=False),
+            path, lambda p: frame.to_json(p, orient="records", lines=True, force_ascii=False)
         )
+    elif fmt == "json":
+        atomic_write(path, lambda p: frame.to_json(p, orient="records", force_ascii=False))
     elif fmt == "csv":
         atomic_write(path, lambda p: frame.to_csv(p, index=False))
     elif fmt == "tsv":
@@ -196,10 +362,182 @@ def write_filtered(
         atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"))
     elif fmt == "parquet":
         atomic_write(path, lambda p: frame.to_parquet(p, index=False))
+    else:  # pragma: no cover - _infer_format only lets known formats through
+        raise ParameterError(f"Unsupported output format {fmt!r}.")
+
+
+def _write_canonical(
+    kept: Dataset, path: Path, fmt: str, field_map: Mapping[str, str] | None
+) -> None:
+    frame = _source_frame(kept, field_map)
+    if fmt == "hf":
+        _save_hf(_hf_from_frame(frame, None), path)
     else:
-        _save_hf(frame, path)
-    logger.info("wrote %d of %d rows to %s (%s)", len(kept), len(dataset), path, fmt)
-    return path
+        _write_frame(frame, path, fmt)
+
+
+def _write_records(
+    dataset: Dataset, src: InputSource, keep: np.ndarray, add_id: bool, path: Path, fmt: str
+) -> None:
+    """JSONL / JSON array input -> the same records, unchanged, in the same layout."""
+    from spurious.actions.resample import _read_json_records
+
+    _check_unchanged(dataset, src, _reread(src))
+    records, wrapper = _read_json_records(Path(src.path or ""), fmt)
+    ids = dataset.ids[keep]
+    out = []
+    for j, i in enumerate(src.rows[keep].tolist()):
+        rec = records[i]
+        out.append({"id": ids[j], **rec} if add_id and src.id_column is None else rec)
+    if fmt == "jsonl":
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in out)
+    else:
+        payload = {**wrapper, "data": out} if wrapper is not None else out
+        text = json.dumps(payload, ensure_ascii=False) + "\n"
+    atomic_write_text(path, text)
+
+
+def _write_squad(dataset: Dataset, src: InputSource, keep: np.ndarray, path: Path) -> None:
+    """SQuAD's nested JSON without the removed questions (and the then-empty paragraphs)."""
+    _check_unchanged(dataset, src, _reread(src))
+    obj = json.loads(Path(src.path or "").read_text(encoding="utf-8-sig"))
+    kept = set(dataset.ids[keep].tolist())
+    articles = []
+    for article in obj["data"]:
+        paragraphs = []
+        for para in article["paragraphs"]:
+            qas = [qa for qa in para["qas"] if str(qa["id"]) in kept]
+            if qas:
+                paragraphs.append({**para, "qas": qas})
+        if paragraphs:
+            articles.append({**article, "paragraphs": paragraphs})
+    atomic_write_text(path, json.dumps({**obj, "data": articles}, ensure_ascii=False) + "\n")
+
+
+def _write_arrow_as_parquet(
+    dataset: Dataset, src: InputSource, keep: np.ndarray, add_id: bool, path: Path
+) -> None:
+    """Parquet / Arrow / save_to_disk input -> Parquet with the same schema and metadata."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from spurious.data.readers import (
+        HF_DATASET_FILE,
+        hf_disk_split_folder,
+        read_arrow_table,
+    )
+
+    _check_unchanged(dataset, src, _reread(src))
+    in_path = Path(src.path or "")
+    if src.format == "parquet":
+        table = pq.read_table(in_path)
+    elif src.format == "arrow":
+        table = read_arrow_table(in_path)
+    else:
+        folder = hf_disk_split_folder(in_path, src.split)
+        state = json.loads((folder / HF_DATASET_FILE).read_text(encoding="utf-8"))
+        tables = [read_arrow_table(folder / f["filename"]) for f in state["_data_files"]]
+        table = pa.concat_tables(tables)
+    table = table.take(pa.array(src.rows[keep]))
+    if add_id and src.id_column is None:
+        table = table.add_column(0, "id", pa.array(dataset.ids[keep].tolist(), pa.string()))
+        table = table.replace_schema_metadata(_metadata_with_id(table.schema.metadata))
+    atomic_write(path, lambda p: pq.write_table(table, p))
+
+
+def _metadata_with_id(metadata: dict | None) -> dict | None:
+    """Schema metadata with the added ``id`` column declared in the HF features (if any)."""
+    if not metadata or b"huggingface" not in metadata:
+        return metadata
+    meta = dict(metadata)
+    try:
+        hf = json.loads(meta[b"huggingface"])
+        features = hf["info"]["features"]
+        hf["info"]["features"] = {"id": {"dtype": "string", "_type": "Value"}, **features}
+    except (ValueError, KeyError, TypeError):
+        return metadata
+    meta[b"huggingface"] = json.dumps(hf).encode()
+    # pandas' own metadata describes the old columns; drop it rather than mislead.
+    meta.pop(b"pandas", None)
+    return meta
+
+
+# -- Hugging Face ------------------------------------------------------------------------
+
+
+def _import_datasets(what: str) -> Any:
+    from spurious.exceptions import missing_dependency
+
+    try:
+        import datasets
+    except ImportError:
+        raise missing_dependency("datasets", "hf", what) from None
+    return datasets
+
+
+def _hf_like_input(
+    dataset: Dataset, src: InputSource, keep: np.ndarray, add_id: bool, whole_dict: bool = True
+) -> Any:
+    """The kept rows as a Hugging Face object of the input's type, features kept.
+
+    A ``DatasetDict`` input (object or folder) comes back as a DatasetDict with its
+    loaded split filtered (``whole_dict=False``: only that split, as a Dataset); any
+    other input becomes a ``datasets.Dataset`` with the input's columns and, when the
+    input carried them, its features.
+    """
+    datasets = _import_datasets("A Hugging Face dataset of the filtered rows")
+    if src.kind == "hf":
+        obj = src.obj
+    elif src.format == "hf_disk":
+        obj = datasets.load_from_disk(str(src.path))
+    else:
+        frame = _raw_rows(dataset, src, keep, add_id, reset_index=True)
+        if src.format in ("csv", "tsv"):
+            frame = _typed_labels(frame, src)
+        return _hf_from_frame(frame, src.hf_features)
+    is_dict = src.split is not None
+    split = obj[src.split] if is_dict else obj
+    if len(split) != src.n_source_rows:
+        raise DataFormatError(
+            f"The input of dataset {dataset.name!r} has {len(split)} rows now, "
+            f"{src.n_source_rows} when it was loaded; reload it before filtering."
+        )
+    kept = split.select(src.rows[keep].tolist())
+    if add_id and src.id_column is None:
+        kept = kept.add_column("id", dataset.ids[keep].tolist())
+        kept = kept.select_columns(["id", *[c for c in kept.column_names if c != "id"]])
+    if not (is_dict and whole_dict):
+        return kept
+    return datasets.DatasetDict({k: (kept if k == src.split else v) for k, v in obj.items()})
+
+
+def _hf_from_frame(frame: pd.DataFrame, features: dict | None) -> Any:
+    datasets = _import_datasets("Writing a Hugging Face dataset")
+    feats = None
+    if features:
+        full = dict(features)
+        if "id" in frame.columns and "id" not in full:
+            full = {"id": {"dtype": "string", "_type": "Value"}, **full}
+        if set(full) == set(frame.columns):
+            feats = datasets.Features.from_dict({c: full[c] for c in frame.columns})
+    return datasets.Dataset.from_pandas(frame, features=feats, preserve_index=False)
+
+
+def _save_hf(hf: Any, path: Path) -> None:
+    # save_to_disk writes a folder: build it beside the target, then swap it in.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        hf.save_to_disk(str(tmp / "data"))
+        old = None
+        if path.exists():
+            old = path.with_name(f".{path.name}.old")
+            os.replace(path, old)
+        os.replace(tmp / "data", path)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _tsv_text(frame: pd.DataFrame) -> str:
@@ -224,27 +562,3 @@ def _tsv_text(frame: pd.DataFrame) -> str:
             )
         lines.append("\t".join(cells))
     return "\n".join(lines) + "\n"
-
-
-def _save_hf(frame: pd.DataFrame, path: Path) -> None:
-    from spurious.exceptions import missing_dependency
-
-    try:
-        import datasets
-    except ImportError:
-        raise missing_dependency("datasets", "hf", "Writing a Hugging Face dataset") from None
-    hf = datasets.Dataset.from_pandas(frame, preserve_index=False)
-    # save_to_disk writes a folder: build it beside the target, then swap it in.
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
-    try:
-        hf.save_to_disk(str(tmp / "data"))
-        old = None
-        if path.exists():
-            old = path.with_name(f".{path.name}.old")
-            os.replace(path, old)
-        os.replace(tmp / "data", path)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)

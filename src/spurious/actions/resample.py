@@ -14,10 +14,15 @@ groups are represented equally", splitting at the heuristic's optimal threshold.
   even oversampling); ``replace=True`` draws every extra row independently with
   replacement instead. Both are seeded.
 
-Copies get new ids (``<id>-resam<k>``) so that ids stay unique. Files are written in
-the input's format (JSONL, JSON, CSV, TSV, Parquet, or SQuAD's nested JSON, where the
-copies are placed beside their original question in the same paragraph), atomically,
-and never over the input.
+Copies get new ids (``<id>-resam<k>``) so that ids stay unique; an input without an
+id column gets none (its copies are identical rows, which :func:`spurious.load_dataset`
+tells apart by content-hash ids with ``-1``, ``-2``... suffixes). Files are written in
+the input's format, atomically, and never over the input, as drop-in replacements: the
+input's own rows with its own column names and value types (JSONL/JSON records
+unchanged, CSV/TSV cells as read, Parquet and Arrow files with their Arrow schema and
+metadata, so the ``ClassLabel`` names ``datasets`` stores there survive), or SQuAD's
+nested JSON, where the copies are placed beside their original question in the same
+paragraph.
 """
 
 from __future__ import annotations
@@ -282,6 +287,8 @@ def resample_file(
         _write_squad(src, dst, ds.ids, file_rows, indices)
     elif fmt in ("jsonl", "json"):
         _write_json_records(src, dst, fmt, indices, id_col)
+    elif fmt in ("parquet", "arrow"):
+        _write_arrow_table(src, dst, fmt, indices, id_col)
     else:
         _write_table(raw, dst, fmt, indices, id_col)
     return info
@@ -339,6 +346,42 @@ def _write_table(
         )
     else:  # pragma: no cover - callers pass known formats
         raise ParameterError(f"Unsupported output format {fmt!r}.")
+
+
+def _write_arrow_table(
+    src: Path, dst: Path, fmt: str, indices: np.ndarray, id_col: str | None
+) -> None:
+    """Parquet / Arrow: take rows of the Arrow table itself, so schema and metadata stay."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from spurious.data.readers import read_arrow_table
+
+    table = pq.read_table(src) if fmt == "parquet" else read_arrow_table(src)
+    out = table.take(pa.array(indices))
+    if id_col is not None and id_col in out.column_names:
+        k = _copy_numbers(indices)
+        ids = out.column(id_col).to_pylist()
+        new = [
+            v if c == 0 else f"{v}{COPY_SUFFIX}{c}" for v, c in zip(ids, k.tolist(), strict=True)
+        ]
+        field = out.schema.field(id_col)
+        if not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)):
+            # Copies' ids are strings: the column must be one (numeric ids become text).
+            new = [None if v is None else str(v) for v in new]
+            field = field.with_type(pa.string())
+        i = out.column_names.index(id_col)
+        out = out.set_column(i, field, pa.array(new, field.type))
+    if fmt == "parquet":
+        atomic_write(dst, lambda p: pq.write_table(out, p))
+    else:
+
+        def write_stream(p: Path) -> None:
+            # The IPC stream format, as datasets writes its .arrow files.
+            with pa.OSFile(str(p), "wb") as sink, pa.ipc.new_stream(sink, out.schema) as w:
+                w.write_table(out)
+
+        atomic_write(dst, write_stream)
 
 
 def _read_json_records(src: Path, fmt: str) -> tuple[list[dict[str, Any]], Any]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -23,6 +24,58 @@ logger = logging.getLogger(__name__)
 
 #: Columns that are not text fields but may be present in ``Dataset.frame``.
 META_COLUMNS = ("id", "label", "label_id", "annotator_labels", "group", "answers", "answer_starts")
+
+
+@dataclass(frozen=True, eq=False)
+class InputSource:
+    """Where a :class:`Dataset`'s rows came from, so outputs can replace the input.
+
+    :func:`spurious.load_dataset` records it; :mod:`spurious.actions.filter` uses it to
+    write kept rows with the input's own columns, value types and (for Hugging Face
+    data) features and container type.
+
+    Attributes
+    ----------
+    kind : {"file", "dataframe", "hf"}
+        A file or folder on disk, an in-memory DataFrame, or an in-memory Hugging Face
+        ``Dataset`` / ``DatasetDict``.
+    rows : numpy.ndarray of int64
+        Per dataset row, its 0-based row in the source (rows without a gold label are
+        dropped on loading, so this is not always ``arange(n)``).
+    format : str or None
+        The reader's format for files (``"jsonl"``, ``"csv"``, ``"tsv"``, ``"json"``,
+        ``"parquet"``, ``"arrow"``, ``"squad"``, or ``"hf_disk"`` for a ``save_to_disk``
+        folder).
+    path : str or None
+        The file or folder.
+    obj : object
+        The in-memory DataFrame or Hugging Face object (a reference, not a copy).
+    split : str or None
+        The split taken from a DatasetDict (object or folder).
+    columns : dict
+        ``{canonical field: source column}`` for every field the loader renamed.
+    id_column : str or None
+        The source's id column; ``None`` when the ids were generated (content hashes).
+    hf_features : dict or None
+        Hugging Face features in their JSON form, when the source carried them.
+    n_source_rows : int
+        Rows in the source (to notice a file that changed before it is written back).
+    """
+
+    kind: str
+    rows: np.ndarray
+    format: str | None = None
+    path: str | None = None
+    obj: Any = field(default=None, repr=False)
+    split: str | None = None
+    columns: Mapping[str, str] = field(default_factory=dict)
+    id_column: str | None = None
+    hf_features: dict | None = field(default=None, repr=False)
+    n_source_rows: int = 0
+
+    def take(self, indices: np.ndarray) -> InputSource:
+        """The same source for the dataset rows at ``indices``."""
+        return replace(self, rows=self.rows[np.asarray(indices, dtype=np.int64)])
 
 
 @dataclass(eq=False)
@@ -46,6 +99,9 @@ class Dataset:
         Label names in id order (empty for QA).
     name : str
         A human-readable name (file stem by default).
+    source : InputSource or None
+        Where the rows came from (set by :func:`spurious.load_dataset`; ``None`` for
+        data built in memory by :meth:`from_frame`). Not part of the fingerprint.
     """
 
     task: Task
@@ -53,6 +109,7 @@ class Dataset:
     label_names: tuple[str, ...] = ()
     name: str = "dataset"
     _fingerprint: str | None = field(default=None, repr=False)
+    source: InputSource | None = field(default=None, repr=False, compare=False)
 
     # -- construction -------------------------------------------------------------
     @classmethod
@@ -65,6 +122,7 @@ class Dataset:
         name: str = "dataset",
         drop_no_gold: bool = True,
         source_rows: Sequence[int] | None = None,
+        source: InputSource | None = None,
     ) -> Dataset:
         """Validate a frame that already uses canonical column names.
 
@@ -77,13 +135,18 @@ class Dataset:
             The task name.
         label_names : sequence of str, optional
             Allowed labels in id order. Defaults to the task's labels (NLI) or the
-            sorted distinct labels found.
+            sorted distinct labels found. Integer labels index into them; when they
+            index into the task's default names (NLI), a warning says which mapping
+            was assumed, since nothing in the data confirms it.
         name : str
             Human-readable name used in reports.
         drop_no_gold : bool
             Drop rows whose label is missing or ``"-"`` (logged), instead of failing.
         source_rows : sequence of int, optional
             Row numbers in the source file, used in error messages (1-based).
+        source : InputSource, optional
+            Where ``frame``'s rows came from (``source.rows[i]`` for row ``i``); rows
+            dropped here are dropped from it too.
 
         Examples
         --------
@@ -120,9 +183,15 @@ class Dataset:
                 "The 'label_names' parameter must hold distinct names. "
                 f"Got {list(label_names)!r} instead."
             )
+        kept = np.arange(len(frame))
         if task.has_labels:
-            frame, rows, label_names = _normalise_labels(
-                frame, rows, label_names or task.default_labels, name, drop_no_gold
+            frame, rows, label_names, kept = _normalise_labels(
+                frame,
+                rows,
+                label_names or task.default_labels,
+                name,
+                drop_no_gold,
+                assumed=not label_names,
             )
         else:
             label_names = ()
@@ -150,8 +219,9 @@ class Dataset:
             frame["id"] = ids
         else:
             frame.insert(0, "id", _content_ids(frame, task))
-        ds = cls(task=task, frame=frame, label_names=tuple(label_names), name=name)
-        return ds
+        if source is not None:
+            source = source.take(kept)
+        return cls(task=task, frame=frame, label_names=tuple(label_names), name=name, source=source)
 
     # -- basic protocol -----------------------------------------------------------
     def __len__(self) -> int:
@@ -232,7 +302,8 @@ class Dataset:
         """
         idx = np.asarray(indices, dtype=np.int64)
         frame = self.frame.iloc[idx].reset_index(drop=True).copy()
-        return Dataset(self.task, frame, self.label_names, name or self.name)
+        source = None if self.source is None else self.source.take(idx)
+        return Dataset(self.task, frame, self.label_names, name or self.name, source=source)
 
     def group_keys(self, group_by: str | None = "auto") -> np.ndarray | None:
         """Keys that must stay on one side of any split (``None``: no grouping).
@@ -364,7 +435,9 @@ def _normalise_labels(
     label_names: Sequence[str] | None,
     name: str,
     drop_no_gold: bool,
-) -> tuple[pd.DataFrame, np.ndarray, tuple[str, ...]]:
+    assumed: bool = False,
+) -> tuple[pd.DataFrame, np.ndarray, tuple[str, ...], np.ndarray]:
+    """Labels as names and ids; returns ``(frame, rows, label_names, kept positions)``."""
     from spurious.data.tasks import NO_GOLD_LABELS
 
     raw = frame["label"]
@@ -380,6 +453,7 @@ def _normalise_labels(
         rows = rows[~missing]
         if len(frame) == 0:
             raise EmptyDatasetError(f"Dataset {name!r} has no rows with a gold label.")
+    kept = np.flatnonzero(~missing)
     frame.attrs["n_dropped_no_gold"] = int(missing.sum())
 
     values = frame["label"].map(_label_str)
@@ -398,6 +472,19 @@ def _normalise_labels(
             f"{int(unknown.sum())} row(s) have unknown labels."
         )
     frame["label_id"] = ids.astype(np.int64)
+    by_position = ~values.isin(list(index)).to_numpy()
+    if assumed and by_position.any():
+        # Integer labels mapped to names nothing in the data states: a silent
+        # corruption if the source used another order, so say which order was assumed.
+        mapping = ", ".join(f"{i} -> {lab}" for i, lab in enumerate(label_names))
+        logger.warning(
+            "Dataset %r: %d label(s) are integers and the data carries no label names; "
+            "assumed the default order %s. If the source used another order, pass "
+            "label_names=[...] in id order.",
+            name,
+            int(by_position.sum()),
+            mapping,
+        )
     frame["label"] = frame["label_id"].map(lambda k: label_names[k])
     present = frame["label_id"].nunique()
     if present < 2:
@@ -410,7 +497,7 @@ def _normalise_labels(
             [_label_str(x) for x in _as_list(v, "annotator_labels", row, name)]
             for v, row in zip(frame["annotator_labels"], rows, strict=True)
         ]
-    return frame, rows, label_names
+    return frame, rows, label_names, kept
 
 
 def _plain(v: object) -> object:

@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from spurious.data.dataset import Dataset
-from spurious.data.readers import READERS, infer_format
+from spurious.data.dataset import Dataset, InputSource
+from spurious.data.readers import (
+    READERS,
+    hf_class_labels,
+    infer_format,
+    is_hf_disk_folder,
+    read_hf_disk,
+)
 from spurious.data.tasks import FIELD_ALIASES, get_task
-from spurious.exceptions import DataFormatError, ParameterError, SchemaError
+from spurious.exceptions import DataFormatError, ParameterError, SchemaError, missing_dependency
 
 logger = logging.getLogger(__name__)
 
@@ -30,14 +38,17 @@ def load_dataset(
     name: str | None = None,
     split: str | None = None,
     drop_no_gold: bool = True,
+    allow_network: bool = False,
 ) -> Dataset:
     """Load and validate a dataset for ``task``.
 
     Parameters
     ----------
     source : path, pandas.DataFrame or datasets.Dataset / DatasetDict
-        A file (``.jsonl``, ``.json``, ``.csv``, ``.tsv``, ``.parquet`` or SQuAD's
-        official JSON), an in-memory DataFrame, or a Hugging Face dataset.
+        A file (``.jsonl``, ``.json``, ``.csv``, ``.tsv``, ``.parquet``, ``.arrow`` or
+        SQuAD's official JSON), a folder written by ``datasets``' ``save_to_disk`` (a
+        Dataset, or a DatasetDict with ``split``), an in-memory DataFrame, or a Hugging
+        Face dataset. A Hub name (``"snli"``) is read only with ``allow_network=True``.
     task : {"nli", "pair", "text", "qa"}
         Decides the canonical fields (see :data:`spurious.data.tasks.TASKS`).
     field_map : mapping, optional
@@ -47,24 +58,34 @@ def load_dataset(
         Canonical names: the task's text fields, ``label``, ``id``, ``group``,
         ``annotator_labels``.
     label_names : sequence of str, optional
-        Allowed labels in id order; integer labels index into it.
+        Allowed labels in id order; integer labels index into it. By default the
+        ``ClassLabel`` names the source carries (Hugging Face datasets, and the
+        Parquet, Arrow and ``save_to_disk`` files they write); otherwise the task's
+        default names (NLI: entailment, neutral, contradiction, with a warning when
+        integer labels are mapped by that assumed order) or the labels found.
     format : str, optional
         Overrides the format inferred from the file suffix.
     name : str, optional
         Name used in reports and errors (default: the file stem).
     split : str, optional
-        Split to take from a Hugging Face ``DatasetDict``.
+        Split to take from a Hugging Face ``DatasetDict`` (object or folder).
     drop_no_gold : bool, default=True
         Drop rows without a gold label (SNLI's ``"-"``) with a logged count.
+    allow_network : bool, default=False
+        Read a ``source`` that is not a local path as a Hugging Face Hub dataset name
+        (``datasets.load_dataset(source, split=split)``; needs the ``hf`` extra and
+        network access). Off by default: nothing is downloaded unless asked for.
 
     Returns
     -------
     Dataset
+        With :attr:`Dataset.source` recording where each row came from.
 
     Raises
     ------
     DataFormatError
-        Unreadable file, unknown format, invalid UTF-8 or JSON (with the line).
+        Unreadable file, unknown format, invalid UTF-8 or JSON (with the line); a
+        path that does not exist (for a Hub name: that hub access is off).
     SchemaError
         A missing field (with the fields found), duplicate ids, wrong types.
     LabelError
@@ -81,32 +102,92 @@ def load_dataset(
     [['A dog runs.', 'entailment'], ['A cat sits.', 'contradiction']]
     """
     task_obj = get_task(task)
+    features: dict | None = None
+    taken_split: str | None = None
     if isinstance(source, pd.DataFrame):
         frame, rows, default_name = source.copy(), None, "dataframe"
+        kind, fmt, path_str = "dataframe", None, None
+        # A frame from spurious' readers carries the HF features of its file.
+        features = frame.attrs.pop("hf_features", None)
     elif hasattr(source, "to_pandas") or (hasattr(source, "keys") and _is_hf(source)):
-        frame, rows, default_name = _from_hf(source, split), None, "hf_dataset"
+        frame, features, taken_split = _from_hf(source, split)
+        rows, default_name = None, "hf_dataset"
+        kind, fmt, path_str = "hf", None, None
     elif isinstance(source, str | os.PathLike):
         path = Path(source)
         # Checked before inferring the format, which peeks into .json files.
         if not path.exists():
-            raise DataFormatError(f"Data file {str(path)!r} does not exist.")
-        if path.is_dir() and (format or path.suffix.lower().lstrip(".")) not in ("parquet", "pq"):
-            # Only Parquet has directory datasets.
-            raise DataFormatError(f"Data path {str(path)!r} is a directory, not a file.")
-        fmt = format or infer_format(path)
-        if fmt not in READERS:
-            raise ParameterError(
-                f"The 'format' parameter must be one of {sorted(READERS)}. Got {fmt!r} instead."
-            )
-        frame, rows = READERS[fmt](path)
+            if allow_network and _looks_like_hub_name(os.fspath(source)):
+                hub = _from_hub(os.fspath(source), split)
+                return load_dataset(
+                    hub,
+                    task,
+                    field_map=field_map,
+                    label_names=label_names,
+                    name=name or os.fspath(source),
+                    split=split,
+                    drop_no_gold=drop_no_gold,
+                )
+            raise DataFormatError(_not_found(os.fspath(source)))
+        if is_hf_disk_folder(path) and format in (None, "hf_disk"):
+            fmt = "hf_disk"
+            frame, rows = read_hf_disk(path, split)
+            taken_split = split
+        else:
+            if path.is_dir() and (format or path.suffix.lower().lstrip(".")) not in (
+                "parquet",
+                "pq",
+            ):
+                # Only Parquet and save_to_disk have directory datasets.
+                raise DataFormatError(
+                    f"Data path {str(path)!r} is a directory, not a file, and not a folder "
+                    "written by datasets' save_to_disk (it has no state.json or "
+                    "dataset_dict.json) or a Parquet dataset."
+                )
+            fmt = format or infer_format(path)
+            if fmt not in READERS:
+                raise ParameterError(
+                    f"The 'format' parameter must be one of {sorted(READERS)}. Got {fmt!r} instead."
+                )
+            frame, rows = READERS[fmt](path)
+        # Popped: pandas deep-copies attrs on every operation.
+        features = frame.attrs.pop("hf_features", None)
         parent = path.parent.name
         default_name = path.stem if parent in ("", ".") else f"{parent}/{path.stem}"
+        if taken_split:
+            default_name = f"{path.name}[{taken_split}]"
+        kind, path_str = "file", os.fspath(path)
     else:
         raise ParameterError(
             "The 'source' parameter must be a file path, a pandas DataFrame or a Hugging Face "
             f"dataset. Got {type(source).__name__} instead."
         )
-    frame = _map_fields(frame, task_obj.name, field_map or {}, name or default_name)
+    n_source_rows = len(frame)
+    class_labels = hf_class_labels(features)
+    frame = _apply_class_labels(frame, class_labels)
+    frame, rename = _map_fields(frame, task_obj.name, field_map or {}, name or default_name)
+    canonical_to_source = {target: col for col, target in rename.items()}
+    label_col = canonical_to_source.get("label", "label")
+    names = class_labels.get(label_col)
+    defaults = task_obj.default_labels or ()
+    # The labels are names by now; the ClassLabel order becomes the label ids only where
+    # the task has no standard order of these names (NLI keeps its own, so an NLI file
+    # gets the same ids and fingerprint whatever format it came in).
+    if label_names is None and names and not set(names) <= set(defaults):
+        label_names = names
+        logger.debug("%s: label names from the source's ClassLabel: %s", name, names)
+    input_source = InputSource(
+        kind=kind,
+        rows=np.arange(n_source_rows, dtype=np.int64),
+        format=fmt,
+        path=path_str,
+        obj=None if kind == "file" else source,
+        split=taken_split,
+        columns=canonical_to_source,
+        id_column=canonical_to_source.get("id", "id") if "id" in frame.columns else None,
+        hf_features=features,
+        n_source_rows=n_source_rows,
+    )
     return Dataset.from_frame(
         frame,
         task_obj,
@@ -114,14 +195,48 @@ def load_dataset(
         name=name or default_name,
         drop_no_gold=drop_no_gold,
         source_rows=rows,
+        source=input_source,
     )
+
+
+#: Suffixes of the file formats we read: a missing path with one is no Hub name.
+_FILE_SUFFIXES = frozenset(
+    {".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".txt", ".parquet", ".pq", ".arrow"}
+)
+_HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
+
+
+def _looks_like_hub_name(text: str) -> bool:
+    """``snli``, ``stanfordnlp/snli``: a name the Hugging Face Hub could resolve."""
+    return bool(_HUB_NAME.match(text)) and Path(text).suffix.lower() not in _FILE_SUFFIXES
+
+
+def _not_found(text: str) -> str:
+    if _looks_like_hub_name(text):
+        return (
+            f"{text!r} is not a local file or folder. If it names a Hugging Face Hub dataset: "
+            "hub access is off; pass a local path or allow the network (allow_network=True), "
+            "or load it with datasets.load_dataset and pass the Dataset."
+        )
+    return f"Data file {text!r} does not exist."
+
+
+def _from_hub(name: str, split: str | None) -> Any:
+    try:
+        import datasets
+    except ImportError:
+        raise missing_dependency("datasets", "hf", "Reading a Hugging Face Hub dataset") from None
+    logger.info("downloading %r from the Hugging Face Hub (allow_network=True)", name)
+    return datasets.load_dataset(name, split=split)
 
 
 def _is_hf(obj: Any) -> bool:
     return type(obj).__module__.startswith("datasets")
 
 
-def _from_hf(source: Any, split: str | None) -> pd.DataFrame:
+def _from_hf(source: Any, split: str | None) -> tuple[pd.DataFrame, dict | None, str | None]:
+    """The split's rows, its features (JSON form) and the split taken (DatasetDict)."""
+    taken = None
     if hasattr(source, "keys") and not hasattr(source, "to_pandas"):  # DatasetDict
         splits = list(source.keys())
         if split is None:
@@ -132,15 +247,39 @@ def _from_hf(source: Any, split: str | None) -> pd.DataFrame:
             raise ParameterError(
                 f"The 'split' parameter must be one of {splits}. Got {split!r} instead."
             )
-        source = source[split]
+        source, taken = source[split], split
     frame = source.to_pandas()
-    # HF ClassLabel columns store ints; keep their names so labels map by name.
-    features = getattr(source, "features", {}) or {}
-    for col, feat in features.items():
-        names = getattr(feat, "names", None)
-        if names and col in frame:
-            frame[col] = frame[col].map(lambda v, n=names: _class_name(v, n))
+    features = getattr(source, "features", None)
+    return frame, _features_json(features), taken
+
+
+def _features_json(features: Any) -> dict | None:
+    """Hugging Face ``Features`` in their JSON form (as stored in file metadata)."""
+    if features is None:
+        return None
+    to_dict = getattr(features, "to_dict", None)
+    if callable(to_dict):
+        return to_dict()
+    # Older datasets: read ClassLabel names off the feature objects.
+    return {
+        col: {"names": list(feat.names), "_type": "ClassLabel"}
+        for col, feat in features.items()
+        if getattr(feat, "names", None)
+    }
+
+
+def _apply_class_labels(frame: pd.DataFrame, class_labels: Mapping[str, list[str]]) -> pd.DataFrame:
+    """Replace the integers of ClassLabel columns by their names (lists element-wise)."""
+    for col, names in class_labels.items():
+        if col in frame.columns:
+            frame[col] = frame[col].map(lambda v, n=names: _class_value(v, n))
     return frame
+
+
+def _class_value(v: Any, names: Sequence[str]) -> Any:
+    if isinstance(v, list | tuple | np.ndarray):
+        return [_class_name(x, names) for x in v]
+    return _class_name(v, names)
 
 
 def _class_name(v: Any, names: Sequence[str]) -> Any:
@@ -156,7 +295,8 @@ def _class_name(v: Any, names: Sequence[str]) -> Any:
 
 def _map_fields(
     frame: pd.DataFrame, task: str, field_map: Mapping[str, str], name: str
-) -> pd.DataFrame:
+) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Rename source columns to canonical fields; returns ``(frame, {source: canonical})``."""
     task_obj = get_task(task)
     canonical = [*task_obj.text_fields, "label", "id", "group", "annotator_labels"]
     if not task_obj.has_labels:
@@ -191,4 +331,4 @@ def _map_fields(
     frame = frame.drop(columns=collide).rename(columns=rename)
     if rename:
         logger.debug("%s: mapped columns %s", name, rename)
-    return frame
+    return frame, rename

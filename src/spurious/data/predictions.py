@@ -9,9 +9,11 @@ Supported files:
   column named by ``value_field``). Classification labels may be label names or
   integer label ids.
 
-Every example of the dataset must have exactly one prediction and every prediction
-must belong to an example: mismatched ids are an error that says how many are missing
-and extra, with a few examples of each.
+Every prediction must belong to an example of the dataset (an unknown id is an error
+that says how many, with a few examples). An example without a prediction is scored as
+wrong, as the official SQuAD v1.1 evaluator scores an unanswered question 0: a warning
+gives the count, :attr:`PredictionSet.n_missing` records it, and
+``on_missing="error"`` makes it an error instead.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import json
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +31,7 @@ import pandas as pd
 
 from spurious.data.dataset import Dataset
 from spurious.data.readers import read_delimited, read_jsonl
-from spurious.exceptions import DataFormatError, LabelError, SchemaError
+from spurious.exceptions import DataFormatError, LabelError, ParameterError, SchemaError
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +58,11 @@ class PredictionSet:
         The dataset's ids, in the same order (object array of str).
     source : str or None
         The file the predictions were read from.
+    missing : numpy.ndarray of bool
+        True for the examples the file had no prediction for. Their value is a
+        prediction that is always wrong: the empty answer ``""`` for QA (EM and F1 0
+        unless a gold answer is itself empty after SQuAD's normalisation) and the label
+        id ``-1`` (no class) for classification. All False when nothing is missing.
 
     Examples
     --------
@@ -63,17 +70,27 @@ class PredictionSet:
     >>> ds = Dataset.from_frame(pd.DataFrame({"id": ["a", "b"], "question": ["q1", "q2"],
     ...     "context": ["c1", "c2"], "answers": [["x"], ["y"]]}), "qa")
     >>> p = align_predictions({"b": "y", "a": "z"}, ds, name="m")
-    >>> p.values.tolist(), len(p)
-    (['z', 'y'], 2)
+    >>> p.values.tolist(), len(p), p.n_missing
+    (['z', 'y'], 2, 0)
     """
 
     name: str
     values: np.ndarray
     ids: np.ndarray
     source: str | None = None
+    missing: np.ndarray = field(default=None)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.missing is None:
+            object.__setattr__(self, "missing", np.zeros(len(self.values), dtype=bool))
 
     def __len__(self) -> int:
         return len(self.values)
+
+    @property
+    def n_missing(self) -> int:
+        """Number of examples the predictions did not cover (scored as wrong)."""
+        return int(self.missing.sum())
 
 
 def load_predictions(
@@ -84,6 +101,7 @@ def load_predictions(
     format: str | None = None,
     id_field: str = "id",
     value_field: str | None = None,
+    on_missing: str = "wrong",
 ) -> PredictionSet:
     """Read a prediction file and align it to ``dataset`` by id.
 
@@ -103,6 +121,9 @@ def load_predictions(
     value_field : str, optional
         Prediction column of tabular files (default: the first of
         :data:`VALUE_FIELDS` present).
+    on_missing : {"wrong", "error"}, default="wrong"
+        What to do with dataset examples the file has no prediction for; see
+        :func:`align_predictions`.
 
     Returns
     -------
@@ -113,8 +134,9 @@ def load_predictions(
     DataFormatError
         The file cannot be read or has neither an id nor a prediction column.
     SchemaError
-        Ids do not match the dataset's (the message counts missing and extra ids),
-        or an id is duplicated.
+        A predicted id is not in the dataset, none of the dataset's ids has a
+        prediction, some have none and ``on_missing="error"`` (the message counts
+        missing and extra ids), or an id is duplicated.
     LabelError
         A classification prediction is not a known label name or id.
 
@@ -149,7 +171,9 @@ def load_predictions(
             f"Cannot read predictions from {str(path)!r}: unknown format {fmt!r}; "
             "use .json ({id: prediction}), .jsonl, .csv or .tsv, or pass format=."
         )
-    return align_predictions(mapping, dataset, name=name or path.stem, source=os.fspath(path))
+    return align_predictions(
+        mapping, dataset, name=name or path.stem, source=os.fspath(path), on_missing=on_missing
+    )
 
 
 def align_predictions(
@@ -158,6 +182,7 @@ def align_predictions(
     *,
     name: str = "model",
     source: str | None = None,
+    on_missing: str = "wrong",
 ) -> PredictionSet:
     """Align ``{id: prediction}`` to ``dataset``'s row order.
 
@@ -171,6 +196,13 @@ def align_predictions(
         Model name.
     source : str, optional
         Where the predictions came from (recorded only).
+    on_missing : {"wrong", "error"}, default="wrong"
+        Dataset examples without a prediction: ``"wrong"`` scores them as wrong (an
+        always-wrong value, flagged in :attr:`PredictionSet.missing`) and logs a warning
+        with their count, as the official SQuAD v1.1 evaluator scores an unanswered
+        question 0; ``"error"`` raises :class:`~spurious.exceptions.SchemaError`. A
+        prediction whose id is not in the dataset, or a file that covers none of the
+        dataset's ids (the wrong file), is an error either way.
 
     Returns
     -------
@@ -183,7 +215,15 @@ def align_predictions(
     ...                                        "label": ["pos", "neg"]}), "text")
     >>> align_predictions({"1": "pos", "2": 1}, ds).values.tolist()  # names or ids
     [1, 1]
+    >>> p = align_predictions({"1": "pos"}, ds)  # id 2 unanswered: scored as wrong
+    >>> p.values.tolist(), p.missing.tolist(), p.n_missing
+    ([1, -1], [False, True], 1)
     """
+    if on_missing not in ("wrong", "error"):
+        raise ParameterError(
+            f"The 'on_missing' parameter of align_predictions must be 'wrong' or 'error'. "
+            f"Got {on_missing!r} instead."
+        )
     mapping = {str(k): v for k, v in predictions.items()}
     if len(mapping) != len(predictions):
         raise SchemaError(
@@ -194,7 +234,7 @@ def align_predictions(
     missing = [i for i in ids if i not in mapping]
     id_set = set(ids)
     extra = [k for k in mapping if k not in id_set]
-    if missing or extra:
+    if extra or len(missing) == len(ids) > 0 or (missing and on_missing == "error"):
         parts = []
         if missing:
             parts.append(
@@ -205,15 +245,37 @@ def align_predictions(
             parts.append(
                 f"{len(extra)} predicted id(s) are not in the dataset (e.g. {extra[:_SHOW]})"
             )
+        hint = (
+            "Predictions must cover exactly the dataset's examples (on_missing='error')."
+            if on_missing == "error" and not extra and len(missing) < len(ids)
+            else "Every predicted id must be an example of the dataset; are these the "
+            "predictions for another dataset?"
+        )
         raise SchemaError(
             f"Predictions {name!r} do not match dataset {dataset.name!r}: "
             + "; ".join(parts)
-            + ". Predictions must cover exactly the dataset's examples."
+            + ". "
+            + hint
         )
-    raw = [mapping[i] for i in ids]
+    is_missing = np.fromiter((i not in mapping for i in ids), dtype=bool, count=len(ids))
+    if missing:
+        logger.warning(
+            "Predictions %r: %d of the %d example(s) of %r have no prediction (e.g. %s); "
+            "they are scored as wrong, as the official SQuAD evaluator scores an unanswered "
+            "question 0 (on_missing='error' refuses such files).",
+            name,
+            len(missing),
+            len(ids),
+            dataset.name,
+            missing[:_SHOW],
+        )
     if dataset.task.has_labels:
-        values = _label_ids(raw, ids, dataset, name)
+        values = np.full(len(ids), -1, dtype=np.int64)
+        present = np.flatnonzero(~is_missing)
+        raw = [mapping[ids[j]] for j in present]
+        values[present] = _label_ids(raw, ids[present], dataset, name)
     else:
+        raw = [mapping.get(i, "") for i in ids]
         values = np.empty(len(raw), dtype=object)
         for j, v in enumerate(raw):
             if v is None or isinstance(v, dict | list):
@@ -222,7 +284,9 @@ def align_predictions(
                     f"string. Got {type(v).__name__} {v!r} instead."
                 )
             values[j] = str(v)
-    return PredictionSet(name=name, values=values, ids=ids.copy(), source=source)
+    return PredictionSet(
+        name=name, values=values, ids=ids.copy(), source=source, missing=is_missing
+    )
 
 
 # -- helpers ------------------------------------------------------------------------

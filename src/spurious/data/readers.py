@@ -1,7 +1,14 @@
-"""Read raw rows from files (JSONL, JSON, CSV/TSV, Parquet, SQuAD JSON) into DataFrames.
+"""Read raw rows from files into DataFrames: JSONL, JSON, CSV/TSV, Parquet, SQuAD JSON,
+Arrow, and Hugging Face ``save_to_disk`` folders.
 
 Readers only parse; mapping to canonical fields and validation happen in
 :mod:`spurious.data.loaders`. Errors name the file and the row (1-based line number).
+
+Files written by Hugging Face ``datasets`` (``to_parquet``, ``save_to_disk``, its
+``.arrow`` cache files) store the dataset's features, ``ClassLabel`` names included, in
+the Arrow schema metadata (key ``huggingface``). Readers put them, in their JSON form,
+in ``frame.attrs["hf_features"]`` so the loader maps integer labels by *those* names
+(:func:`hf_class_labels`), never by a default order.
 """
 
 from __future__ import annotations
@@ -9,13 +16,18 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 
-from spurious.exceptions import DataFormatError, EmptyDatasetError
+from spurious.exceptions import DataFormatError, EmptyDatasetError, ParameterError
+from spurious.utils.registry import Registry
 
-FORMATS = ("jsonl", "json", "csv", "tsv", "parquet", "squad")
+FORMATS = ("jsonl", "json", "csv", "tsv", "parquet", "squad", "arrow")
+#: Files that mark a folder written by ``datasets``' ``save_to_disk``.
+HF_DATASET_FILE = "state.json"
+HF_DATASET_DICT_FILE = "dataset_dict.json"
 
 
 def infer_format(path: Path) -> str:
@@ -138,18 +150,182 @@ def _sepname(sep: str) -> str:
 
 
 def read_parquet(path: Path) -> tuple[pd.DataFrame, list[int]]:
-    """Read a Parquet file with pyarrow."""
+    """Read a Parquet file (or folder of Parquet files) with pyarrow.
+
+    The Hugging Face features stored by ``datasets``' ``to_parquet`` are kept in
+    ``frame.attrs["hf_features"]`` (see the module docstring).
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     if not path.exists():
         raise DataFormatError(f"Data file {str(path)!r} does not exist.")
     try:
-        df = pq.read_table(path).to_pandas()
+        table = pq.read_table(path)
     except (pa.ArrowInvalid, OSError) as e:
         raise DataFormatError(f"{str(path)!r}: not a readable Parquet file ({e}).") from None
+    return _table_frame(table, path)
+
+
+def read_arrow(path: Path) -> tuple[pd.DataFrame, list[int]]:
+    """Read an Arrow IPC file: the stream format ``datasets`` writes, or the file format.
+
+    The Hugging Face features in the schema metadata are kept as for Parquet.
+    """
+    return _table_frame(read_arrow_table(path), path)
+
+
+def read_arrow_table(path: Path):  # -> pyarrow.Table
+    """The :class:`pyarrow.Table` of an Arrow IPC stream or file (``.arrow``)."""
+    import pyarrow as pa
+
+    errors = []
+    for opener in (pa.ipc.open_stream, pa.ipc.open_file):
+        try:
+            with pa.memory_map(str(path)) as source:
+                return opener(source).read_all()
+        except (pa.ArrowInvalid, OSError) as e:
+            errors.append(str(e))
+    raise DataFormatError(f"{str(path)!r}: not a readable Arrow IPC stream or file ({errors[-1]}).")
+
+
+def read_hf_disk(path: Path, split: str | None = None) -> tuple[pd.DataFrame, list[int]]:
+    """Read a folder written by ``datasets``' ``save_to_disk`` (a Dataset or a DatasetDict).
+
+    Parameters
+    ----------
+    path : Path
+        The folder: a Dataset folder holds ``state.json``, ``dataset_info.json`` and
+        ``data-*.arrow`` shards; a DatasetDict folder holds ``dataset_dict.json`` and
+        one Dataset folder per split.
+    split : str, optional
+        The split to read from a DatasetDict folder (required there; refused for a
+        Dataset folder, which has a single split).
+
+    Returns
+    -------
+    frame, rows
+        As the other readers; ``frame.attrs["hf_features"]`` holds the features.
+    """
+    import pyarrow as pa
+
+    folder = hf_disk_split_folder(path, split)
+    state = _read_json_file(folder / HF_DATASET_FILE)
+    try:
+        shards = [folder / f["filename"] for f in state["_data_files"]]
+    except (KeyError, TypeError):
+        raise DataFormatError(
+            f"{str(folder / HF_DATASET_FILE)!r}: no '_data_files' list; not a folder written "
+            "by datasets' save_to_disk."
+        ) from None
+    tables = [read_arrow_table(s) for s in shards]
+    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    frame, rows = _table_frame(table, folder)
+    if frame.attrs.get("hf_features") is None and (folder / "dataset_info.json").exists():
+        info = _read_json_file(folder / "dataset_info.json")
+        frame.attrs["hf_features"] = info.get("features") if isinstance(info, dict) else None
+    return frame, rows
+
+
+def is_hf_disk_folder(path: Path) -> bool:
+    """True for a folder written by ``datasets``' ``save_to_disk`` (Dataset or DatasetDict)."""
+    return path.is_dir() and (
+        (path / HF_DATASET_FILE).exists() or (path / HF_DATASET_DICT_FILE).exists()
+    )
+
+
+def hf_disk_splits(path: Path) -> list[str] | None:
+    """The splits of a DatasetDict folder, or ``None`` for a Dataset folder."""
+    if not (path / HF_DATASET_DICT_FILE).exists():
+        return None
+    meta = _read_json_file(path / HF_DATASET_DICT_FILE)
+    splits = meta.get("splits") if isinstance(meta, dict) else None
+    if not isinstance(splits, list):
+        raise DataFormatError(f"{str(path / HF_DATASET_DICT_FILE)!r}: no 'splits' list.")
+    return [str(s) for s in splits]
+
+
+def hf_disk_split_folder(path: Path, split: str | None) -> Path:
+    """The Dataset folder to read: ``path`` itself, or its ``split`` sub-folder."""
+    splits = hf_disk_splits(path)
+    if splits is None:
+        if split is not None:
+            raise ParameterError(
+                f"The 'split' parameter applies to a DatasetDict folder; {str(path)!r} holds a "
+                f"single Dataset. Got split={split!r}; leave it out."
+            )
+        return path
+    if split is None:
+        raise ParameterError(
+            f"The 'split' parameter is required for the DatasetDict folder {str(path)!r}; "
+            f"choose one of {splits}."
+        )
+    if split not in splits:
+        raise ParameterError(
+            f"The 'split' parameter must be one of {splits} (the splits of {str(path)!r}). "
+            f"Got {split!r} instead."
+        )
+    return path / split
+
+
+def hf_features_from_schema(schema) -> dict | None:
+    """The Hugging Face features (JSON form) stored in an Arrow schema, or ``None``."""
+    raw = (schema.metadata or {}).get(b"huggingface")
+    if raw is None:
+        return None
+    try:
+        features = json.loads(raw)["info"]["features"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return features if isinstance(features, dict) else None
+
+
+def hf_class_labels(features: dict | None) -> dict[str, list[str]]:
+    """``{column: ClassLabel names}`` from Hugging Face features in their JSON form.
+
+    A list of class labels (``Sequence(ClassLabel)``, e.g. annotator labels) counts too.
+
+    Examples
+    --------
+    >>> hf_class_labels({"label": {"names": ["neg", "pos"], "_type": "ClassLabel"},
+    ...                  "text": {"dtype": "string", "_type": "Value"}})
+    {'label': ['neg', 'pos']}
+    """
+    out: dict[str, list[str]] = {}
+    for col, feat in (features or {}).items():
+        names = _class_names(feat)
+        if names:
+            out[str(col)] = names
+    return out
+
+
+def _class_names(feat: object) -> list[str] | None:
+    if isinstance(feat, list) and len(feat) == 1:  # the JSON form of a list feature
+        return _class_names(feat[0])
+    if not isinstance(feat, dict):
+        return None
+    if feat.get("_type") == "ClassLabel":
+        names = feat.get("names")
+        return [str(n) for n in names] if isinstance(names, list) and names else None
+    if feat.get("_type") in ("Sequence", "List", "LargeList"):
+        return _class_names(feat.get("feature"))
+    return None
+
+
+def _table_frame(table, path: Path) -> tuple[pd.DataFrame, list[int]]:
+    df = table.to_pandas()
+    df.attrs["hf_features"] = hf_features_from_schema(table.schema)
     _nonempty(df, path)
     return df, list(range(1, len(df) + 1))
+
+
+def _read_json_file(path: Path) -> object:
+    try:
+        return json.loads(_read_text(path))
+    except json.JSONDecodeError as e:
+        raise DataFormatError(
+            f"{str(path)!r}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})."
+        ) from None
 
 
 def read_squad(path: Path) -> tuple[pd.DataFrame, list[int]]:
@@ -195,11 +371,26 @@ def _nonempty(records: object, path: Path) -> None:
         raise EmptyDatasetError(f"{str(path)!r} contains no rows.")
 
 
-READERS = {
-    "jsonl": read_jsonl,
-    "json": read_json,
-    "csv": lambda p: read_delimited(p, ","),
-    "tsv": lambda p: read_delimited(p, "\t"),
-    "parquet": read_parquet,
-    "squad": read_squad,
-}
+def read_csv(path: Path) -> tuple[pd.DataFrame, list[int]]:
+    """Read a comma-separated file (standard quoting); see :func:`read_delimited`."""
+    return read_delimited(path, ",")
+
+
+def read_tsv(path: Path) -> tuple[pd.DataFrame, list[int]]:
+    """Read a tab-separated file (no quoting); see :func:`read_delimited`."""
+    return read_delimited(path, "\t")
+
+
+#: format name -> reader ``path -> (frame, line numbers)``.
+READERS: Registry[Callable[[Path], tuple[pd.DataFrame, list[int]]]] = Registry("format")
+for _fmt, _reader in (
+    ("jsonl", read_jsonl),
+    ("json", read_json),
+    ("csv", read_csv),
+    ("tsv", read_tsv),
+    ("parquet", read_parquet),
+    ("squad", read_squad),
+    ("arrow", read_arrow),
+):
+    READERS.register(_fmt, _reader)
+del _fmt, _reader

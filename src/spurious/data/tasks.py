@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from spurious.exceptions import ParameterError
+from spurious.utils.registry import Registry
+
 
 @dataclass(frozen=True)
 class Task:
@@ -21,19 +24,23 @@ class Task:
     has_labels: bool = True
 
 
-TASKS: dict[str, Task] = {
-    "nli": Task(
+#: name -> :class:`Task`.
+TASKS: Registry[Task] = Registry("task")
+for _task in (
+    Task(
         "nli",
         ("premise", "hypothesis"),
         # GLUE / HF order, so integer labels 0/1/2 from HF datasets map correctly.
         ("entailment", "neutral", "contradiction"),
         elicited_field="hypothesis",
     ),
-    "pair": Task("pair", ("text_a", "text_b")),
-    "text": Task("text", ("text",)),
+    Task("pair", ("text_a", "text_b")),
+    Task("text", ("text",)),
     # QA rows are labelled by answer spans, not by a class.
-    "qa": Task("qa", ("question", "context"), has_labels=False),
-}
+    Task("qa", ("question", "context"), has_labels=False),
+):
+    TASKS.register(_task.name, _task)
+del _task
 
 #: Column names recognised automatically when the canonical name is absent
 #: (SNLI/MNLI originals, CAD TSVs, GLUE TSVs, QQP/MRPC).
@@ -61,11 +68,9 @@ def get_task(name: str) -> Task:
     >>> get_task("nli").text_fields
     ('premise', 'hypothesis')
     """
-    from spurious.exceptions import ParameterError
-
-    try:
-        return TASKS[name]
-    except KeyError:
+    if not isinstance(name, str) or name not in TASKS:
+        # The parameter's name in the message: users reach this through task=/--task.
         raise ParameterError(
-            f"The 'task' parameter must be one of {sorted(TASKS)}. Got {name!r} instead."
-        ) from None
+            f"The 'task' parameter must be one of {TASKS.names()}. Got {name!r} instead."
+        )
+    return TASKS[name]

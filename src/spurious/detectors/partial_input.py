@@ -13,7 +13,8 @@ Deviations from the paper (see docs/methods/partial_input.md):
   the metrics use.
 - Eq. 7 divides the agreement *ratio* Ag by |X| once more; read literally that would be
   ~1/N. We divide the agreement *count* by |X| (NBA = fraction of examples where the two
-  probes agree), which is what the paper's numbers (0.5-0.8) show.
+  probes agree), which is what the paper's numbers show (Table 4: 32.0-70.0%, i.e.
+  0.32-0.70).
 - The majority baseline guesses the most frequent label of the *training* split.
 - 95% intervals come from a percentile bootstrap over evaluation examples (the trained
   probes are fixed); they do not include training-seed variance.
@@ -30,12 +31,14 @@ from sklearn.base import clone
 from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 from tqdm.auto import tqdm
 
+from spurious.analysis import AnalysisOutput, Requirements, register_analysis, severity_of
+from spurious.context import RunContext
 from spurious.data.dataset import Dataset
-from spurious.detectors.base import Detector, DetectorOutput, register_detector
-from spurious.evaluate.bootstrap import bootstrap_interval, safe_ratio
+from spurious.detectors.base import Detector
 from spurious.exceptions import DetectorError
 from spurious.features import make_featurizer
 from spurious.models.sklearn_adapter import make_probe, predict_proba
+from spurious.stats.bootstrap import bootstrap_interval, safe_ratio
 from spurious.utils.validation import Interval
 from spurious.views import View, get_view, standard_views
 
@@ -60,7 +63,7 @@ def _nbr(agree, agree_correct, axis=-1):
     return safe_ratio(np.mean(agree_correct, axis=axis), np.mean(agree, axis=axis))
 
 
-@register_detector
+@register_analysis
 class PartialInput(Detector):
     """Partial-input (single-sentence) label leakage with bootstrap intervals.
 
@@ -107,7 +110,9 @@ class PartialInput(Detector):
         "How much of the label a model can predict from part of the input "
         "(hypothesis-only, premise-only, question-only) - PECO paper Sec. 2-3.1."
     )
-    requires: ClassVar[tuple[str, ...]] = ("labels", "multi_field")
+    requires: ClassVar[Requirements] = Requirements(labels=True, multi_field=True, features=True)
+    fast_params: ClassVar[dict[str, Any]] = {"n_resamples": 50}
+    profiles: ClassVar[dict[str, dict[str, Any]]] = {"quick": {"n_resamples": 500}, "full": {}}
     metric_docs: ClassVar[dict[str, str]] = {
         "accuracy_full": "A_PSC (Eq. 2): accuracy of the full-input probe, [0, 1].",
         "accuracy_<cond>": "A_SSC (Eq. 3): accuracy of the probe seeing only <cond>, [0, 1].",
@@ -187,20 +192,25 @@ class PartialInput(Detector):
                 )
         return [full, *partial]
 
-    def _predict(self, train: Dataset, evaluate: Dataset, view: View, progress: bool) -> np.ndarray:
-        """Fit featurizer + probe on ``train``; class probabilities for ``evaluate``."""
-        featurizer = clone(make_featurizer(self.features))
-        X_train = featurizer.fit_transform(train, view, progress=progress)
-        X_eval = featurizer.transform(evaluate, view, progress=progress)
+    def _predict(self, ctx: RunContext, view: View) -> np.ndarray:
+        """Probe fitted on the training split; class probabilities for the evaluation split."""
+        X_train = ctx.features(self.features, view.name, split="train")
+        X_eval = ctx.features(self.features, view.name, split="eval")
+        return self._fit_predict(X_train, ctx.train.labels, X_eval, ctx.train.n_classes)
+
+    def _fit_predict(
+        self, X_train: Any, y_train: np.ndarray, X_eval: Any, n_classes: int
+    ) -> np.ndarray:
         model = make_probe(self.probe, random_state=self.random_state)
-        model.fit(X_train, train.labels)
+        model.fit(X_train, y_train)
         proba = predict_proba(model, X_eval)
         # The probe only knows classes present in training; place them in label-id order.
-        full = np.zeros((len(evaluate), train.n_classes))
+        full = np.zeros((X_eval.shape[0], n_classes))
         full[:, np.asarray(model.classes_, dtype=int)] = proba
         return full
 
-    def _cross_fit(self, dataset: Dataset, view: View, progress: bool) -> np.ndarray:
+    def _cross_fit(self, ctx: RunContext, view: View) -> np.ndarray:
+        dataset = ctx.train
         y = dataset.labels
         groups = dataset.group_keys(self.group_by)
         if groups is not None and len(set(groups)) < len(y):
@@ -211,14 +221,25 @@ class PartialInput(Detector):
         else:
             splitter = StratifiedKFold(self.n_folds, shuffle=True, random_state=self.random_state)
             folds = splitter.split(np.zeros(len(y)), y)
+        featurizer = make_featurizer(self.features)
+        # A featurizer that learns nothing (sentence encoders, precomputed arrays) gives
+        # every row the same vector whatever the fold: encode once, slice per fold.
+        X_all = ctx.features(self.features, view.name) if featurizer.stateless else None
         proba = np.zeros((len(dataset), dataset.n_classes))
         for tr, te in folds:
-            proba[te] = self._predict(dataset.subset(tr), dataset.subset(te), view, progress)
+            if X_all is not None:
+                proba[te] = self._fit_predict(X_all[tr], y[tr], X_all[te], dataset.n_classes)
+                continue
+            # Vocabularies are learned on the training folds only.
+            train, test = dataset.subset(tr), dataset.subset(te)
+            feat = clone(featurizer)
+            X_train = feat.fit_transform(train, view, progress=ctx.progress)
+            X_test = feat.transform(test, view, progress=ctx.progress)
+            proba[te] = self._fit_predict(X_train, train.labels, X_test, dataset.n_classes)
         return proba
 
-    def _run(
-        self, dataset: Dataset, eval_dataset: Dataset | None, *, progress: bool
-    ) -> DetectorOutput:
+    def _run(self, ctx: RunContext) -> AnalysisOutput:
+        dataset, eval_dataset, progress = ctx.train, ctx.eval, ctx.progress
         views = self._views(dataset)
         counts = np.bincount(dataset.labels, minlength=dataset.n_classes)
         if eval_dataset is None:
@@ -236,9 +257,9 @@ class PartialInput(Detector):
         probas: dict[str, np.ndarray] = {}
         for view in tqdm(views, desc="partial_input: conditions", disable=not progress):
             if eval_dataset is None:
-                probas[view.name] = self._cross_fit(dataset, view, progress)
+                probas[view.name] = self._cross_fit(ctx, view)
             else:
-                probas[view.name] = self._predict(dataset, eval_dataset, view, progress)
+                probas[view.name] = self._predict(ctx, view)
 
         preds = {c: p.argmax(axis=1) for c, p in probas.items()}
         correct = {c: preds[c] == y for c in preds}
@@ -300,7 +321,7 @@ class PartialInput(Detector):
             f"{metrics[f'delta_maj_{worst}_ci_high']:+.3f}]); full input "
             f"{metrics['accuracy_full']:.3f}; {int(flagged.sum())} leaky example(s)"
         )
-        return DetectorOutput(
+        return AnalysisOutput(
             scores=scores,
             metrics=metrics,
             summary=summary,
@@ -318,6 +339,34 @@ class PartialInput(Detector):
                 "mode": "eval_split" if eval_dataset is not None else f"{self.n_folds}-fold",
             },
         )
+
+    def headline(self, result: Any) -> dict[str, Any]:
+        """Leakiest partial input against the majority guess, judged by Delta_maj and its CI."""
+        m = result.metrics
+        worst = result.details.get("leakiest_condition")
+        if not worst or f"delta_maj_{worst}" not in m:
+            return super().headline(result)
+        delta, low = m[f"delta_maj_{worst}"], m.get(f"delta_maj_{worst}_ci_low", float("nan"))
+        label = worst.replace("_only", "-only").replace("_", " ")
+        if not low > 0:
+            severity, verdict = "none", "no leakage detectable (the interval includes 0)"
+        else:
+            severity = severity_of(delta, low=0.0, moderate=0.05, high=0.15)
+            severity = "low" if severity == "none" else severity
+            verdict = {"low": "weak leakage", "moderate": "moderate leakage"}.get(
+                severity, "strong leakage"
+            )
+        return {
+            "label": "partial-input leakage",
+            "value": delta,
+            "text": (
+                f"{label} accuracy {m[f'accuracy_{worst}']:.2f} vs {m['majority_accuracy']:.2f} "
+                f"majority (Delta_maj {delta:+.3f}, 95% CI [{low:+.3f}, "
+                f"{m.get(f'delta_maj_{worst}_ci_high', float('nan')):+.3f}])"
+            ),
+            "verdict": verdict,
+            "severity": severity,
+        }
 
 
 def leakage_metrics(

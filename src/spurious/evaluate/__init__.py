@@ -1,6 +1,9 @@
-"""Model-facing analyses and the statistics they share (bootstrap intervals)."""
+"""Model-facing analyses: prediction bias of models along heuristic splits.
 
-from spurious.evaluate.bootstrap import bootstrap_interval
+The statistics they rest on (per-example metrics, bootstraps) live in
+:mod:`spurious.stats`.
+"""
+
 from spurious.evaluate.prediction_bias import bias_table, prediction_bias, threshold_search
 
-__all__ = ["bias_table", "bootstrap_interval", "prediction_bias", "threshold_search"]
+__all__ = ["bias_table", "prediction_bias", "threshold_search"]

@@ -10,13 +10,14 @@ from spurious.features.base import Featurizer, check_features
 from spurious.features.cache import FeatureCache
 from spurious.features.lexical import LexicalFeaturizer
 from spurious.features.precomputed import PrecomputedFeaturizer
+from spurious.utils.registry import Registry
 
-#: Short names accepted by :func:`make_featurizer` and the CLI's ``--features``.
-FEATURIZERS = {
-    "bow": ("lexical", {"weighting": "binary", "ngram_max": 1}),
-    "tfidf": ("lexical", {"weighting": "tfidf", "ngram_max": 2}),
-    "minilm": ("encoder", {}),
-}
+#: Short names accepted by :func:`make_featurizer` and the CLI's ``--features``:
+#: name -> (featurizer kind, default keyword arguments).
+FEATURIZERS: Registry[tuple[str, dict[str, Any]]] = Registry("featurizer")
+FEATURIZERS.register("bow", ("lexical", {"weighting": "binary", "ngram_max": 1}))
+FEATURIZERS.register("tfidf", ("lexical", {"weighting": "tfidf", "ngram_max": 2}))
+FEATURIZERS.register("minilm", ("encoder", {}))
 
 
 def make_featurizer(spec: str | Featurizer = "tfidf", **kwargs: Any) -> Featurizer:
@@ -32,7 +33,7 @@ def make_featurizer(spec: str | Featurizer = "tfidf", **kwargs: Any) -> Featuriz
         return spec
     if not isinstance(spec, str):
         raise ParameterError(
-            f"The 'features' parameter must be one of {sorted(FEATURIZERS)}, a model "
+            f"The 'features' parameter must be one of {FEATURIZERS.names()}, a model "
             f"directory, or a Featurizer. Got {type(spec).__name__} instead."
         )
     if spec in FEATURIZERS:
@@ -42,7 +43,7 @@ def make_featurizer(spec: str | Featurizer = "tfidf", **kwargs: Any) -> Featuriz
         kind, defaults = "encoder", {"model": spec}
     else:
         raise ParameterError(
-            f"The 'features' parameter must be one of {sorted(FEATURIZERS)}, an existing local "
+            f"The 'features' parameter must be one of {FEATURIZERS.names()}, an existing local "
             f"model directory or a Hugging Face model name (org/name). Got {spec!r} instead."
         )
     if kind == "lexical":

@@ -7,7 +7,6 @@ cover several splits (train and eval rows stacked in any order).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -19,6 +18,7 @@ import numpy as np
 from spurious.data.dataset import Dataset
 from spurious.exceptions import FeatureError, ParameterError
 from spurious.features.base import Featurizer, as_numeric_2d, check_features
+from spurious.utils.hashing import array_digest
 from spurious.views import View, get_view
 
 logger = logging.getLogger(__name__)
@@ -191,7 +191,7 @@ class PrecomputedFeaturizer(Featurizer):
             if v is None or _is_path(v):
                 return None if v is None else os.fspath(v)
             arr = np.ascontiguousarray(v)
-            digest = hashlib.blake2b(arr.data, digest_size=8).hexdigest()
+            digest = array_digest(arr, size=8)
             return f"array{list(arr.shape)}:{arr.dtype}:{digest}"
 
         arrays = self.arrays if isinstance(self.arrays, Mapping) else {}

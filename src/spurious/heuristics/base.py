@@ -7,22 +7,20 @@ model's *prediction bias* (Algorithm 1). Heuristics here only compute A_h; choos
 threshold and splitting belong to the prediction-bias code.
 
 Every heuristic is a class registered by :func:`register_heuristic` in
-:data:`HEURISTICS`. Its ``__init__`` only stores keyword arguments (scikit-learn
-convention); the public :meth:`Heuristic.compute` validates parameters and inputs and
-calls the private ``_compute``, which returns one float64 per row, NaN where the value
-is undefined (the reasons are counted and logged).
+:data:`HEURISTICS` (a :class:`~spurious.utils.registry.Registry`). Its ``__init__`` only
+stores keyword arguments (scikit-learn convention); the public :meth:`Heuristic.compute`
+validates parameters and inputs and calls the private ``_compute``, which returns one
+float64 per row, NaN where the value is undefined (the reasons are counted and logged).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 import re
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -32,8 +30,10 @@ from sklearn.base import BaseEstimator
 
 from spurious.data.dataset import Dataset
 from spurious.exceptions import ParameterError
-from spurious.utils.hashing import stable_hash
-from spurious.utils.io import atomic_write, atomic_write_json, read_json, to_jsonable
+from spurious.utils.cache import ArrayCache
+from spurious.utils.cache import default_cache_dir as _cache_root
+from spurious.utils.io import to_jsonable
+from spurious.utils.registry import Registry
 from spurious.utils.validation import check_params
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
 logger = logging.getLogger(__name__)
 
 #: name -> heuristic class. Filled by :func:`register_heuristic`.
-HEURISTICS: dict[str, type[Heuristic]] = {}
+HEURISTICS: Registry[type[Heuristic]] = Registry("heuristic")
 
 H = TypeVar("H", bound="type[Heuristic]")
 
@@ -102,33 +102,40 @@ def register_heuristic(cls: H) -> H:
     name = getattr(cls, "name", None)
     if not name:
         raise TypeError(f"{cls.__name__} must set the ClassVar 'name' to be registered.")
-    if name in HEURISTICS and HEURISTICS[name] is not cls:
-        raise ValueError(
-            f"A heuristic named {name!r} is already registered ({HEURISTICS[name].__qualname__})."
-        )
-    HEURISTICS[name] = cls
-    return cls
+    return HEURISTICS.register(name, cls)
 
 
 def _fill_registry() -> None:
     from spurious.heuristics import nli, qa  # noqa: F401  (importing registers them)
 
 
-def get_heuristic(name: str) -> type[Heuristic]:
+def get_heuristic(name: str, task: str | None = None) -> type[Heuristic]:
     """The registered heuristic class called ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A registry name.
+    task : str, optional
+        The task of the data at hand: an unknown ``name`` then lists only the
+        heuristics of that task.
+
+    Raises
+    ------
+    ParameterError
+        If no heuristic is called ``name``.
 
     Examples
     --------
     >>> get_heuristic("answer_length").tasks
     ('qa',)
+    >>> get_heuristic("overlap", task="qa")
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.ParameterError: Unknown heuristic 'overlap'; known: ['answer_length', 'answer_sentence_rank', 'entity_count', 'qa_tfidf_similarity', 'shared_words', 'subject_position', 'word_distance'].
     """
     _fill_registry()
-    try:
-        return HEURISTICS[name]
-    except KeyError:
-        raise ParameterError(
-            f"Unknown heuristic {name!r}; registered heuristics: {sorted(HEURISTICS)}."
-        ) from None
+    return HEURISTICS.get(name, None if task is None else list_heuristics(task))
 
 
 def list_heuristics(task: str | None = None) -> list[str]:
@@ -140,7 +147,7 @@ def list_heuristics(task: str | None = None) -> list[str]:
     ['answer_length', 'answer_sentence_rank', 'entity_count']
     """
     _fill_registry()
-    return sorted(n for n, c in HEURISTICS.items() if task is None or task in c.tasks)
+    return [n for n, c in HEURISTICS.items() if task is None or task in c.tasks]
 
 
 # -- base class --------------------------------------------------------------------------
@@ -293,12 +300,9 @@ class Heuristic(BaseEstimator):
 
 # -- cache -------------------------------------------------------------------------------
 
-#: Bumped when the on-disk layout changes; older entries then simply miss.
-CACHE_FORMAT = 1
-
 
 def default_cache_dir() -> Path:
-    """``heuristics/`` inside the feature cache folder (``$SPURIOUS_CACHE_DIR`` or
+    """``heuristics/`` inside the package's cache folder (``$SPURIOUS_CACHE_DIR`` or
     ``~/.cache/spurious/features``).
 
     Examples
@@ -306,22 +310,14 @@ def default_cache_dir() -> Path:
     >>> default_cache_dir().name
     'heuristics'
     """
-    from spurious.features.cache import default_cache_dir as features_dir
-
-    return features_dir() / "heuristics"
+    return _cache_root() / "heuristics"
 
 
-def _digest(values: np.ndarray) -> str:
-    return hashlib.blake2b(np.ascontiguousarray(values).data, digest_size=16).hexdigest()
-
-
-class HeuristicCache:
+class HeuristicCache(ArrayCache):
     """A folder of float64 value vectors keyed by JSON-able dicts (``.npy`` + ``.json``).
 
-    Like :class:`spurious.features.cache.FeatureCache` (which stores float32 only): the
-    array is written first and the JSON sidecar (key, length, checksum) second, both
-    atomically, so a sidecar marks a complete entry; an entry that fails verification is
-    logged, deleted and reported as a miss. Never pickled.
+    A :class:`~spurious.utils.cache.ArrayCache` fixed to float64 (heuristic values are
+    exact counts and ratios; float32 would round them).
 
     Parameters
     ----------
@@ -339,72 +335,15 @@ class HeuristicCache:
     array([0.5, nan])
     """
 
-    def __init__(self, root: str | os.PathLike[str] | bool | None = None) -> None:
-        if root is False:
-            self.root: Path | None = None
-        elif root is None or root is True:
-            self.root = default_cache_dir()
-        else:
-            self.root = Path(root).expanduser()
+    label = "heuristic"
 
-    def __repr__(self) -> str:
-        return f"HeuristicCache({str(self.root) if self.root else False!r})"
+    def __init__(self, root: str | os.PathLike[str] | bool | None = None) -> None:
+        super().__init__(root, dtype=np.float64)
 
     @staticmethod
-    def _canonical(key: Mapping[str, Any]) -> Any:
-        return json.loads(json.dumps(to_jsonable(dict(key)), sort_keys=True, default=str))
-
-    def _paths(self, key: Mapping[str, Any]) -> tuple[Path, Path]:
-        assert self.root is not None
-        h = stable_hash({"format": CACHE_FORMAT, "key": self._canonical(key)}, 32)
-        return self.root / f"{h}.npy", self.root / f"{h}.json"
-
-    def get(self, key: Mapping[str, Any]) -> np.ndarray | None:
-        """The cached values for ``key``, or ``None`` on a miss (or a damaged entry)."""
-        if self.root is None:
-            return None
-        npy, meta_path = self._paths(key)
-        if not meta_path.exists():
-            return None
-        try:
-            meta = read_json(meta_path)
-            if meta["format"] != CACHE_FORMAT or meta["key"] != self._canonical(key):
-                raise ValueError("stored key or format differs from the requested one")
-            values = np.load(npy, allow_pickle=False)
-            if values.dtype != np.float64 or values.shape != (int(meta["n"]),):
-                raise ValueError(f"array is {values.dtype}{list(values.shape)}")
-            if _digest(values) != meta["checksum"]:
-                raise ValueError("checksum mismatch")
-        except (OSError, ValueError, KeyError, TypeError, EOFError) as e:
-            logger.warning("Heuristic cache entry %s is unusable (%s); recomputing.", npy, e)
-            for p in (npy, meta_path):
-                p.unlink(missing_ok=True)
-            return None
-        return values
-
-    def put(self, key: Mapping[str, Any], values: np.ndarray) -> None:
-        """Store float64 ``values`` under ``key``; a failed write is logged, not raised."""
-        if self.root is None:
-            return
-        arr = np.ascontiguousarray(values, dtype=np.float64)
-        npy, meta_path = self._paths(key)
-
-        def write_npy(tmp: Path) -> None:
-            # Through a handle: np.save on a path would append ".npy" to the temp name.
-            with open(tmp, "wb") as fh:
-                np.save(fh, arr, allow_pickle=False)
-
-        meta = {
-            "format": CACHE_FORMAT,
-            "key": self._canonical(key),
-            "n": len(arr),
-            "checksum": _digest(arr),
-        }
-        try:
-            atomic_write(npy, write_npy)
-            atomic_write_json(meta_path, meta)
-        except OSError as e:
-            logger.warning("Could not write heuristic cache entry %s: %s", npy, e)
+    def default_root() -> Path:
+        """:func:`default_cache_dir`."""
+        return default_cache_dir()
 
 
 # -- the public entry point --------------------------------------------------------------
@@ -431,7 +370,7 @@ def _resolve(
         if isinstance(n, Heuristic):
             out.append(n)
         elif isinstance(n, str):
-            out.append(get_heuristic(n)())
+            out.append(get_heuristic(n, dataset.task.name)())
         else:
             raise ParameterError(
                 "The 'names' parameter must hold heuristic names or Heuristic instances. "

@@ -13,8 +13,12 @@ Conventions shared by all seven:
   of "the first answer"). When the start offset is missing or does not point at the
   answer text, the first occurrence of the text in the context is used; a row without
   an answer (SQuAD 2.0 unanswerable) or whose answer is not in the context is NaN.
+  (``word_distance``'s default variant locates it by its words instead, as App. C's
+  numbers need.)
 * **Words** come from :func:`spurious.heuristics.base.words`: lower-cased ``\\w+`` runs
-  (punctuation dropped, "n't" split off). Stopwords (NLTK's English list,
+  (punctuation dropped, "n't" split off), except in ``word_distance``'s default
+  ``variant="paper"``, which keeps case as the reference code does (that is what
+  reproduces App. C). Stopwords (NLTK's English list,
   :data:`~spurious.heuristics.base.STOPWORDS`) are removed only where the paper's
   heuristic is about content words (``word_distance``); the paper does not mention
   them elsewhere.
@@ -149,6 +153,29 @@ class _ContextWords:
 # -- (a) word-dist -----------------------------------------------------------------------
 
 
+# Words as the paper's reference code reads them for word-dist: NLTK's
+# RegexpTokenizer(r"\w+"), case kept (so "What" is no stopword and "Ada" != "ada").
+_CASED_WORD_RE = re.compile(r"\w+")
+
+
+class _CasedContext:
+    """Case-kept ``\\w+`` words of one context and the positions of each word (memoised)."""
+
+    def __init__(self, context: str) -> None:
+        self.words = _CASED_WORD_RE.findall(context)
+        self.positions: dict[str, list[int]] = {}
+        for i, w in enumerate(self.words):
+            self.positions.setdefault(w, []).append(i)
+
+    def find(self, seq: list[str]) -> int | None:
+        """Index of the first occurrence of the word sequence ``seq``, or ``None``."""
+        n = len(seq)
+        for i in self.positions.get(seq[0], ()):
+            if self.words[i : i + n] == seq:
+                return i
+        return None
+
+
 @register_heuristic
 class WordDistance(Heuristic):
     """*word-dist*: words between the answer and the closest question word in the context.
@@ -157,41 +184,95 @@ class WordDistance(Heuristic):
     word is to the first answer in the context ... the distance as a number of words
     between the closest question word and the answer span".
 
-    Definition. Let the context words be ``c_0 .. c_n`` and the gold answer cover words
-    ``c_a .. c_b``. The question words are the question's distinct words minus
-    stopwords. Over every position ``j`` where a question word occurs in the context,
-    the distance is ``a - j`` before the span, ``j - b`` after it and 0 inside it (a
-    question word that is part of the answer); the value is the minimum. So a question
-    word right next to the answer gives 1. Range: integers >= 0 (threshold in App. C: 7).
+    Two definitions; they are *not* the same split (SQuAD 1.1 dev, BERT-base-uncased
+    predictions, exact match, App. C search):
+
+    ``variant="paper"`` (default) is the reference code's reading, the one behind App.
+    C's numbers: it reproduces App. C's threshold T=7 and its 1,651 examples above it
+    exactly. Words are ``\\w+`` runs with their case kept; the question words are the
+    question's words that are not stopwords, compared case-sensitively (NLTK's list is
+    lower-case, so a capitalised "What" or "The" stays a question word); the answer is
+    located as the *first* occurrence of its word sequence in the context's words (not
+    at the annotated offset), at word ``a``; the value is ``min |j - a|`` over every
+    position ``j`` of a question word in the context, i.e. measured from the answer's
+    first word, on either side. So a question word right before the answer gives 1, the
+    answer's own first word 0. Range: integers >= 0.
+
+    ``variant="nearest_end"`` is this library's earlier reading: lower-cased words
+    (:func:`~spurious.heuristics.base.words`), the answer at its annotated offset
+    covering words ``a .. b``, and the distance ``a - j`` before the span, ``j - b``
+    after it and 0 inside it. On the data above its App. C search picks T=0 (1,644 /
+    8,845), where the group at or below T means "a question word occurs inside the
+    answer" and is the *worse* group: the reverse of the paper's shortcut.
 
     NaN when the question has no non-stopword word, none occurs in the context, or the
-    answer cannot be located.
+    answer cannot be located. The reference code stores -1 for these and drops rows
+    below 0 before it splits (``bias_significance.py``); NaN rows are likewise left out
+    of every split here and counted.
 
-    Departure from the reference code, which measures from the answer's *first* word
-    only (``|j - a|``), finds the answer by its first word-sequence match instead of its
-    offset, and compares case-sensitively: we measure to the nearer end of the span at
-    the annotated offset, case-insensitively; values before the answer are identical.
+    Parameters
+    ----------
+    variant : {"paper", "nearest_end"}, default="paper"
+        Which definition (see above).
 
     Examples
     --------
     >>> import pandas as pd
     >>> ds = Dataset.from_frame(pd.DataFrame({
-    ...     "question": ["Where was Ada born?"],
-    ...     "context": ["Ada Lovelace was born in London in 1815."],
-    ...     "answers": [["London"]], "answer_starts": [[25]]}), "qa")
-    >>> WordDistance().compute(ds)  # "born" is word 3, "London" word 5
-    array([2.])
+    ...     "question": ["Where was Ada born?", "Who was born in London?"],
+    ...     "context": ["Ada Lovelace was born in London in 1815."] * 2,
+    ...     "answers": [["London"], ["Ada Lovelace"]], "answer_starts": [[25], [0]]}), "qa")
+    >>> WordDistance().compute(ds)  # "born" (word 3) -> "London" (5); "born" -> "Ada" (0)
+    array([2., 3.])
+    >>> WordDistance(variant="nearest_end").compute(ds)  # "born" is 2 after "Lovelace"
+    array([2., 2.])
     """
 
     name: ClassVar[str] = "word_distance"
     tasks: ClassVar[tuple[str, ...]] = ("qa",)
     description: ClassVar[str] = (
-        "Words between the gold answer span and the nearest non-stopword question word in "
-        "the context (0 inside the span, 1 adjacent); integer >= 0."
+        "Words between the first word of the gold answer and the nearest non-stopword "
+        "question word in the context (case kept, as paper 001's code); integer >= 0."
     )
     source: ClassVar[str] = f"{PAPER}, Sec. 4.1 'word-dist' (after Jia and Liang, 2017)"
+    _parameter_constraints: ClassVar[dict] = {"variant": [StrOptions({"paper", "nearest_end"})]}
+
+    def __init__(self, variant: str = "paper") -> None:
+        self.variant = variant
 
     def _compute(self, dataset, *, train, nlp, progress):
+        if self.variant == "paper":
+            return self._paper(dataset)
+        return self._nearest_end(dataset)
+
+    def _paper(self, dataset: Dataset) -> tuple[np.ndarray, list[str]]:
+        values = np.full(len(dataset), np.nan)
+        reasons: list[str] = []
+        memo: dict[str, _CasedContext] = {}
+        for i, (question, context, answers, _) in enumerate(_rows(dataset)):
+            if not answers or not answers[0]:
+                reasons.append(_NO_ANSWER)
+                continue
+            cc = memo.get(context)
+            if cc is None:
+                cc = memo[context] = _CasedContext(context)
+            answer_words = _CASED_WORD_RE.findall(answers[0])
+            a = cc.find(answer_words) if answer_words else None
+            if a is None:
+                reasons.append("gold answer's words not found in the context's words")
+                continue
+            qwords = {w for w in _CASED_WORD_RE.findall(question) if w not in STOPWORDS}
+            if not qwords:
+                reasons.append("question has only stopwords")
+                continue
+            pos = [p for w in qwords for p in cc.positions.get(w, ())]
+            if not pos:
+                reasons.append("no question word occurs in the context")
+                continue
+            values[i] = np.min(np.abs(np.asarray(pos) - a))
+        return values, reasons
+
+    def _nearest_end(self, dataset: Dataset) -> tuple[np.ndarray, list[str]]:
         values = np.full(len(dataset), np.nan)
         reasons: list[str] = []
         memo: dict[str, _ContextWords] = {}
@@ -434,13 +515,22 @@ class AnswerLength(Heuristic):
     answer".
 
     Definition: the number of words (:func:`~spurious.heuristics.base.words`) of the
-    first gold answer; ``aggregate="mean"`` averages over all annotators' answers, as
-    the reference code does. Range: >= 0 (threshold in App. C: 4). NaN without a gold
-    answer.
+    first gold answer; ``aggregate="mean"`` averages over all annotators' answers
+    (duplicates included), as the reference code does. Range: >= 0 (threshold in App.
+    C: 4). NaN without a gold answer.
+
+    Neither reading reproduces App. C's group size exactly. On SQuAD 1.1 dev, above the
+    paper's T=4 lie 1,831 questions with ``"first"`` and 2,041 with ``"mean"`` (paper:
+    3,124); with ``"mean"``, exactly 3,124 lie above T=3, so the paper's count may come
+    from the mean with a threshold one lower than stated. The App. C search picks T=4
+    under both readings.
 
     Parameters
     ----------
     aggregate : {"first", "mean"}, default="first"
+        ``"first"``: the first annotator's answer (the paper's "the answer", and the
+        answer every other heuristic here uses). ``"mean"``: the mean length over every
+        annotator's answer (the reference code's ``average_answer_length``).
 
     Examples
     --------
@@ -579,8 +669,11 @@ class EntityCount(Heuristic):
     DATE/TIME; Where -> GPE/LOC/FAC; How many/much -> CARDINAL/QUANTITY/MONEY/PERCENT;
     "what year", "which city" ... via a noun table); the value is the number of entity
     *mentions* of those types that spaCy's NER finds in the context. Range: integers
-    >= 0 (threshold in App. C: 0). Questions with no recognisable type ("What is ...")
-    are NaN by default (``untyped="zero"`` counts them as 0 instead).
+    >= 0 (threshold in App. C: 0). Questions with no recognisable type ("What is ...",
+    59% of SQuAD dev) count 0 by default: App. C's group size for this heuristic (5,006
+    of 10,570 at T=0) is larger than the 4,281 typed questions, so the paper scored
+    every question, and the reference code gives 0 wherever it finds no matching entity.
+    ``untyped="nan"`` leaves them out of every split instead.
 
     spaCy: only the ``ner`` component runs, once per distinct context. The paper used a
     transformer NER in spaCy 3.4; the default here is ``en_core_web_sm`` 3.8 (CNN), so
@@ -592,8 +685,9 @@ class EntityCount(Heuristic):
 
     Parameters
     ----------
-    untyped : {"nan", "zero"}, default="nan"
-        Value for questions whose type cannot be determined.
+    untyped : {"zero", "nan"}, default="zero"
+        Value for questions whose type cannot be determined: 0 (every question is
+        scored, as in App. C) or NaN (left out and counted).
 
     Examples
     --------
@@ -608,13 +702,13 @@ class EntityCount(Heuristic):
     tasks: ClassVar[tuple[str, ...]] = ("qa",)
     description: ClassVar[str] = (
         "Number of named-entity mentions in the context of the type the question asks for "
-        "(Who -> PERSON, When -> DATE/TIME, ...); integer >= 0, NaN for untyped questions."
+        "(Who -> PERSON, When -> DATE/TIME, ...); integer >= 0, 0 for untyped questions."
     )
     source: ClassVar[str] = f"{PAPER}, Sec. 4.1 'sim-ents'"
     requires_spacy: ClassVar[bool] = True
     _parameter_constraints: ClassVar[dict] = {"untyped": [StrOptions({"nan", "zero"})]}
 
-    def __init__(self, untyped: str = "nan") -> None:
+    def __init__(self, untyped: str = "zero") -> None:
         self.untyped = untyped
 
     def _compute(self, dataset, *, train, nlp, progress):

@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from spurious.exceptions import ParameterError, missing_dependency
 from spurious.features.base import Matrix, check_features
-from spurious.utils.validation import Interval, InvalidParameterError, StrOptions
+from spurious.utils.validation import Interval, StrOptions, check_params
 
 
 def _torch():
@@ -108,10 +108,7 @@ class LogisticProbe(ClassifierMixin, BaseEstimator):
 
     def fit(self, X: Matrix, y, sample_weight=None) -> LogisticProbe:
         """Fit on features ``X`` and integer or string labels ``y``."""
-        try:
-            self._validate_params()
-        except InvalidParameterError as e:
-            raise ParameterError(str(e)) from None
+        check_params(self._parameter_constraints, self.get_params(deep=False), type(self).__name__)
         torch = _torch()
         X = check_features(X, None, "X")
         y = np.asarray(y)

@@ -1,7 +1,14 @@
-"""Self-contained HTML reports of a run directory.
+"""Self-contained HTML reports: findings first, one section per analysis, then the run.
 
-Use :func:`render_report` to write ``RUN/report.html``. Detector-specific views are
-registered with :func:`register_section`; detectors without one get a generic section.
+Use :func:`render_report` to write ``RUN/report.html`` from a run directory, or
+:func:`render` to write a report from results held in memory. Analysis-specific views
+are registered with :func:`register_section` (one module per analysis in
+:mod:`spurious.report.sections`); analyses without one get a generic section.
+
+Modules: :mod:`~spurious.report.components` (escaped HTML building blocks),
+:mod:`~spurious.report.plots` (plot helpers), :mod:`~spurious.report.sections`
+(registry and sections), :mod:`~spurious.report.overview` (the first screen) and
+:mod:`~spurious.report.html` (the page).
 
 Examples
 --------
@@ -11,7 +18,8 @@ Examples
 'report.html'
 """
 
-from spurious.report.html import REPORT_FILENAME, build_report_html, render_report
+from spurious.report.components import render_fragment
+from spurious.report.html import REPORT_FILENAME, build_report_html, render, render_report
 from spurious.report.sections import (
     SECTION_REGISTRY,
     Section,
@@ -19,11 +27,7 @@ from spurious.report.sections import (
     generic_section,
     get_section_renderer,
     register_section,
-    render_fragment,
 )
-
-# Importing a section module registers its section.
-from spurious.report import sections_aflite, sections_bias  # noqa: F401  isort: skip
 
 __all__ = [
     "REPORT_FILENAME",
@@ -34,6 +38,7 @@ __all__ = [
     "generic_section",
     "get_section_renderer",
     "register_section",
+    "render",
     "render_fragment",
     "render_report",
 ]

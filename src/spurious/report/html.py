@@ -1,9 +1,11 @@
-"""Render a run directory into one self-contained, offline HTML report.
+"""Render a run directory, or results in memory, into one self-contained HTML report.
 
-The page embeds its CSS, its (optional) sorting script and its plots; it loads nothing
-from the network. A Content-Security-Policy ``<meta>`` tag enforces that in the browser
-and allows only the report's own script (by hash), so even text that slipped past
-escaping could not execute.
+The page opens with the findings (:mod:`spurious.report.overview`), then one section per
+analysis (:mod:`spurious.report.sections`), then how the run was made. It embeds its
+CSS, its (optional) sorting script and its plots; it loads nothing from the network. A
+Content-Security-Policy ``<meta>`` tag enforces that in the browser and allows only the
+report's own script (by hash), so even text that slipped past escaping could not
+execute.
 """
 
 from __future__ import annotations
@@ -15,8 +17,7 @@ import json
 import logging
 import re
 import shlex
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,19 +27,15 @@ from markupsafe import Markup
 
 from spurious._version import __version__
 from spurious.exceptions import ResultLoadError
-from spurious.report.sections import (
-    Section,
-    build_section,
-    failed_section,
-    format_number,
-    render_fragment,
-)
-from spurious.results import DetectorResult
+from spurious.report.components import callout, format_number, render_fragment
+from spurious.report.overview import ReportEntry, build_overview, render_overview
+from spurious.report.sections import build_section, error_section
+from spurious.results import Result
 from spurious.utils.io import atomic_write_text, read_json
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["REPORT_FILENAME", "build_report_html", "render_report"]
+__all__ = ["REPORT_FILENAME", "build_report_html", "render", "render_report"]
 
 #: File name of the report inside the run directory.
 REPORT_FILENAME = "report.html"
@@ -130,16 +127,6 @@ def _environment() -> Environment:
 # ---------------------------------------------------------------------------------------
 # Loading
 # ---------------------------------------------------------------------------------------
-@dataclass
-class _Entry:
-    """One detector folder of the run directory and its rendered section."""
-
-    folder: str
-    section: Section
-    anchor: str = ""
-    result: DetectorResult | None = None
-
-
 def _load_manifest(run_dir: Path, warnings: list[str]) -> dict[str, Any]:
     path = run_dir / "manifest.json"
     if not path.exists():
@@ -168,13 +155,8 @@ def _manifest_fingerprints(manifest: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def _load_entry(folder: Path, expected: Mapping[str, str]) -> _Entry:
-    """Load one detector folder; load failures become an error (or failed) section."""
-    try:
-        result = DetectorResult.load(folder)
-    except (ResultLoadError, OSError, ValueError, KeyError, TypeError) as e:
-        logger.warning("Cannot load detector result in %s: %s", folder, e)
-        return _Entry(folder.name, _unloadable_section(folder, e))
+def _entry_for(name: str, result: Result, expected: Mapping[str, str]) -> ReportEntry:
+    """Render one result's section, with a warning when it was computed on other data."""
     section = build_section(result)
     mismatches = [
         (role, got, expected[role])
@@ -183,18 +165,30 @@ def _load_entry(folder: Path, expected: Mapping[str, str]) -> _Entry:
     ]
     if mismatches:
         # A stale result from other data is worth a loud warning, not a refusal to render.
-        note = render_fragment(
-            '<div class="callout warn"><strong>Dataset mismatch.</strong> This result was '
-            "computed on different data than the run's manifest records:<ul>"
-            "{% for role, got, want in m %}<li>{{ role }}: <code>{{ got }}</code> "
-            "(manifest: <code>{{ want }}</code>)</li>{% endfor %}</ul></div>",
-            m=mismatches,
+        note = callout(
+            render_fragment(
+                "This result was computed on different data than the run's manifest "
+                "records:<ul>{% for role, got, want in m %}<li>{{ role }}: <code>{{ got }}"
+                "</code> (manifest: <code>{{ want }}</code>)</li>{% endfor %}</ul>",
+                m=mismatches,
+            ),
+            title="Dataset mismatch.",
         )
         section = dataclasses.replace(section, html_body=note + section.html_body)
-    return _Entry(folder.name, section, result=result)
+    return ReportEntry(name, section, result=result)
 
 
-def _unloadable_section(folder: Path, error: Exception) -> Section:
+def _load_entry(folder: Path, expected: Mapping[str, str]) -> ReportEntry:
+    """Load one result folder; load failures become an error (or failed) section."""
+    try:
+        result = Result.load(folder)
+    except (ResultLoadError, OSError, ValueError, KeyError, TypeError) as e:
+        logger.warning("Cannot load the result in %s: %s", folder, e)
+        return _unloadable_entry(folder, e)
+    return _entry_for(folder.name, result, expected)
+
+
+def _unloadable_entry(folder: Path, error: Exception) -> ReportEntry:
     """A folder whose result cannot be loaded; a recorded failure is still shown as one."""
     meta: Any = None
     try:
@@ -202,31 +196,30 @@ def _unloadable_section(folder: Path, error: Exception) -> Section:
     except (OSError, ValueError):
         meta = None
     if isinstance(meta, dict) and meta.get("status") not in (None, "ok"):
-        # Failed detectors may not have written scores; show their own error, not ours.
-        stub = DetectorResult(
+        # Failed analyses may not have written scores; show their own error, not ours.
+        stub = Result(
             detector=str(meta.get("detector") or folder.name),
             scores=pd.DataFrame(),
             metrics={},
+            params=meta.get("params") if isinstance(meta.get("params"), dict) else {},
             summary=str(meta.get("summary") or ""),
             status=str(meta.get("status")),
             error=None if meta.get("error") is None else str(meta.get("error")),
         )
-        stub.params = meta.get("params") if isinstance(meta.get("params"), dict) else {}
-        section = failed_section(stub)
+        section = build_section(stub)
         note = render_fragment(
             '<p class="muted">(The saved result is incomplete: {{ e }})</p>', e=str(error)
         )
-        return dataclasses.replace(section, html_body=section.html_body + note)
-    body = render_fragment(
-        '<div class="callout error" role="alert"><strong>This result could not be loaded.'
-        '</strong><pre class="error-text">{{ e }}</pre></div>',
-        e=str(error),
-    )
+        section = dataclasses.replace(section, html_body=section.html_body + note)
+        return ReportEntry(folder.name, section, result=stub)
     name = meta.get("detector") if isinstance(meta, dict) and meta.get("detector") else folder.name
-    return Section(title=str(name), html_body=body, status="error", summary=f"not loaded: {error}")
+    section = error_section(str(name), str(error))
+    body = callout(title="This result could not be loaded.", kind="error", pre=str(error))
+    section = dataclasses.replace(section, html_body=body, summary=f"not loaded: {error}")
+    return ReportEntry(folder.name, section)
 
 
-def _detector_folders(run_dir: Path, order: list[str]) -> list[Path]:
+def _result_folders(run_dir: Path, order: list[str]) -> list[Path]:
     folders = {
         p.name: p
         for p in run_dir.iterdir()
@@ -237,17 +230,23 @@ def _detector_folders(run_dir: Path, order: list[str]) -> list[Path]:
     return [folders[name] for name in ranked]
 
 
+#: Element ids the page itself uses; a section never takes one of them.
+_PAGE_IDS = frozenset({"top", "findings", "findings-title", "sections", "run", "run-title"})
+
+
 def _slug(text: str, used: set[str]) -> str:
-    base = "det-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-").lower() or "section")
+    """A unique element id for a section: the analysis name, so ``report.html#aflite`` works."""
+    base = re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-").lower() or "section"
     slug, i = base, 2
-    while slug in used:
+    # The section's heading takes "<slug>-title", so that must be free as well.
+    while slug in used or f"{slug}-title" in used or slug in _PAGE_IDS:
         slug, i = f"{base}-{i}", i + 1
-    used.add(slug)
+    used.update((slug, f"{slug}-title"))
     return slug
 
 
 # ---------------------------------------------------------------------------------------
-# Context
+# Run information (shown below the findings)
 # ---------------------------------------------------------------------------------------
 def _text(value: Any) -> str:
     if value is None:
@@ -257,29 +256,23 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _mapping_rows(value: Any) -> list[tuple[str, str]]:
-    if not isinstance(value, Mapping):
-        return []
-    rows = []
-    for k, v in value.items():
-        if isinstance(v, Mapping | list):
-            v = json.dumps(v, sort_keys=True, ensure_ascii=False, default=str)
-        rows.append((str(k), "" if v is None else str(v)))
-    return rows
+def _plain(value: Any) -> str:
+    if isinstance(value, Mapping | list):
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return "" if value is None else str(value)
 
 
-def _timing_rows(value: Any) -> list[tuple[str, str]]:
+def _seconds(value: Any) -> str:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:,.2f} s"
+    return _plain(value)
+
+
+def _mapping_rows(value: Any, show: Callable[[Any], str] = _plain) -> list[tuple[str, str]]:
+    """``(key, shown value)`` rows of a manifest mapping; anything else gives no rows."""
     if not isinstance(value, Mapping):
         return []
-    rows = []
-    for k, v in value.items():
-        if isinstance(v, int | float) and not isinstance(v, bool):
-            rows.append((str(k), f"{v:,.2f} s"))
-        else:
-            rows.append(
-                (str(k), json.dumps(v, default=str) if isinstance(v, Mapping | list) else str(v))
-            )
-    return rows
+    return [(str(k), show(v)) for k, v in value.items()]
 
 
 def _dataset_rows(value: Any) -> list[dict[str, str]]:
@@ -300,7 +293,7 @@ def _dataset_rows(value: Any) -> list[dict[str, str]]:
 
 
 def _run_context(
-    run_dir: Path, manifest: Mapping[str, Any], entries: list[_Entry]
+    name: str, manifest: Mapping[str, Any], entries: list[ReportEntry]
 ) -> dict[str, Any]:
     first = next((e.result for e in entries if e.result is not None), None)
     prov = first.provenance if first is not None else None
@@ -312,7 +305,7 @@ def _run_context(
     )
     seed = manifest.get("seed", prov.seed if prov is not None else None)
     return {
-        "name": run_dir.resolve().name,
+        "name": name,
         "command": _text(manifest.get("command")),
         "created": _text(manifest.get("created")) or (prov.created if prov is not None else ""),
         "seed": "" if seed is None else str(seed),
@@ -320,10 +313,42 @@ def _run_context(
         or (prov.library_version if prov is not None else ""),
         "versions": _mapping_rows(manifest.get("versions")),
         "datasets": _dataset_rows(manifest.get("datasets")),
-        "timings": _timing_rows(manifest.get("timings")),
+        "timings": _mapping_rows(manifest.get("timings"), _seconds),
         "config_json": config_json,
         "has_manifest": bool(manifest),
     }
+
+
+# ---------------------------------------------------------------------------------------
+# Page
+# ---------------------------------------------------------------------------------------
+def _page(
+    name: str, manifest: Mapping[str, Any], entries: list[ReportEntry], warnings: list[str]
+) -> str:
+    """The complete HTML document for ``entries`` (in page order)."""
+    used: set[str] = set()
+    for e in entries:
+        e.anchor = _slug(e.name, used)
+    overview = build_overview(entries, manifest)
+    if not entries and not overview.skipped and not overview.failed:
+        warnings.append("No analysis results (folders with result.json) were found.")
+    n = len(overview.findings) + len(overview.skipped) + len(overview.failed)
+    return (
+        _environment()
+        .get_template("report.html")
+        .render(
+            title=f"spurious report: {name}",
+            run=_run_context(name, manifest, entries),
+            entries=entries,
+            overview=render_overview(overview),
+            counts=overview.counts,
+            n_analyses=n,
+            warnings=warnings,
+            version=__version__,
+            csp=_CSP,
+            script=Markup(_SORT_JS),  # our own constant, not data; its hash is in the CSP
+        )
+    )
 
 
 def build_report_html(run_dir: str | Path) -> str:
@@ -332,7 +357,7 @@ def build_report_html(run_dir: str | Path) -> str:
     Parameters
     ----------
     run_dir : str or Path
-        A run directory (``manifest.json`` plus one folder per detector).
+        A run directory (``manifest.json`` plus one folder per analysis).
 
     Returns
     -------
@@ -354,40 +379,12 @@ def build_report_html(run_dir: str | Path) -> str:
     listed = manifest.get("detectors")
     order = [str(d) for d in listed] if isinstance(listed, list) else []
     expected = _manifest_fingerprints(manifest)
-    entries = [_load_entry(folder, expected) for folder in _detector_folders(run_dir, order)]
-    present = {e.folder for e in entries}
-    missing = [d for d in order if d not in present]
-    for name in missing:
-        warnings.append(f"Detector {name!r} is listed in manifest.json but has no saved result.")
-    used: set[str] = set()
-    for e in entries:
-        e.anchor = _slug(e.folder, used)
-    if not entries:
-        warnings.append("No detector results (folders with result.json) were found.")
-    counts = {
-        "ok": sum(e.section.status == "ok" for e in entries),
-        "failed": sum(e.section.status != "ok" for e in entries),
-    }
-    html = (
-        _environment()
-        .get_template("report.html")
-        .render(
-            title=f"spurious report: {run_dir.resolve().name}",
-            run=_run_context(run_dir, manifest, entries),
-            entries=entries,
-            missing=missing,
-            warnings=warnings,
-            counts=counts,
-            version=__version__,
-            csp=_CSP,
-            script=Markup(_SORT_JS),  # our own constant, not data; its hash is in the CSP
-        )
-    )
-    return html
+    entries = [_load_entry(folder, expected) for folder in _result_folders(run_dir, order)]
+    return _page(run_dir.resolve().name, manifest, entries, warnings)
 
 
 def render_report(run_dir: str | Path) -> Path:
-    """Render ``run_dir/report.html`` from the run's manifest and detector results.
+    """Render ``run_dir/report.html`` from the run's manifest and results.
 
     Reads ``manifest.json`` (optional) and every sub-folder holding a ``result.json``,
     renders one self-contained HTML page (inline CSS, inline SVG plots, no network
@@ -405,13 +402,78 @@ def render_report(run_dir: str | Path) -> Path:
 
     Examples
     --------
-    >>> import tempfile, pathlib
-    >>> path = render_report(tempfile.mkdtemp())
-    >>> path.name
+    >>> import tempfile
+    >>> render_report(tempfile.mkdtemp()).name
     'report.html'
     """
     run_dir = Path(run_dir)
     html = build_report_html(run_dir)
     out = atomic_write_text(run_dir / REPORT_FILENAME, html)
+    logger.info("Wrote report %s (%.0f kB)", out, len(html.encode("utf-8")) / 1024)
+    return out
+
+
+def render(
+    results: Sequence[Result] | Mapping[str, Result],
+    path: str | Path,
+    *,
+    manifest: Mapping[str, Any] | None = None,
+) -> Path:
+    """Render results held in memory into one self-contained HTML file, no run directory.
+
+    Parameters
+    ----------
+    results : sequence of Result or mapping of str to Result
+        The results, in page order; a mapping's keys name the sections.
+    path : str or Path
+        The HTML file to write; an existing directory gets ``report.html`` inside it.
+        Parent folders are created.
+    manifest : mapping, optional
+        Run information shown below the findings (the keys of ``manifest.json``:
+        ``command``, ``created``, ``seed``, ``versions``, ``datasets``, ``timings``,
+        ``config``, ``statuses``, ``skipped``). Dataset fingerprints in it are checked
+        against the results'.
+
+    Returns
+    -------
+    Path
+        The written file.
+
+    Examples
+    --------
+    >>> import tempfile, pandas as pd
+    >>> from spurious.results import Result
+    >>> r = Result("token_pmi", pd.DataFrame({"id": [1]}), {"max_pmi": 2.5},
+    ...            headline={"label": "token shortcut", "text": "'not' PMI 2.5",
+    ...                      "verdict": "strong", "severity": "high"})
+    >>> out = render([r], tempfile.mkdtemp() + "/audit.html")
+    >>> out.name, "token shortcut" in out.read_text()
+    ('audit.html', True)
+    """
+    if isinstance(results, Result):
+        raise TypeError("render() takes a list or dict of Result; wrap a single one: [result].")
+    items = (
+        [(str(k), r) for k, r in results.items()]
+        if isinstance(results, Mapping)
+        else [(getattr(r, "name", f"#{i}"), r) for i, r in enumerate(results)]
+    )
+    for key, r in items:
+        if not isinstance(r, Result):
+            raise TypeError(
+                f"render() needs spurious.results.Result objects; got {type(r).__name__} "
+                f"for {key!r}."
+            )
+    path = Path(path)
+    if path.is_dir():
+        path = path / REPORT_FILENAME
+    manifest = dict(manifest or {})
+    expected = _manifest_fingerprints(manifest)
+    entries = [_entry_for(str(name), r, expected) for name, r in items]
+    name = str(
+        manifest.get("name") or (path.parent.name if path.name == REPORT_FILENAME else path.stem)
+    )
+    html = _page(name or "report", manifest, entries, [])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out = atomic_write_text(path, html)
     logger.info("Wrote report %s (%.0f kB)", out, len(html.encode("utf-8")) / 1024)
     return out

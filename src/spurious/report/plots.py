@@ -1,4 +1,4 @@
-"""Static plots for the HTML report, returned as self-contained ``data:`` URIs.
+"""Plot helpers and the generic plots of the HTML report, as self-contained ``data:`` URIs.
 
 Figures are built with :class:`matplotlib.figure.Figure` directly, never through
 ``matplotlib.pyplot``: pyplot selects a process-wide backend and keeps a registry of
@@ -9,6 +9,21 @@ Plots are written as SVG with text converted to glyph outlines, then embedded as
 ``<img src="data:image/svg+xml;base64,...">``. An ``<img>`` keeps the SVG isolated from
 the page (no clashing element ids, no scripts), and outlined glyphs mean no font has to
 be present where the report is opened.
+
+A section's own plot is a function decorated with :func:`styled` that builds a
+``Figure``, labels it with :func:`plain` text and returns :func:`figure_to_data_uri`;
+plots specific to one analysis live in that analysis' section module.
+
+Examples
+--------
+>>> from matplotlib.figure import Figure
+>>> @styled
+... def line(ys):
+...     fig = Figure(figsize=(2, 1))
+...     fig.add_subplot().plot(ys, color=PALETTE["full"])
+...     return figure_to_data_uri(fig)
+>>> line([0, 1, 0]).startswith("data:image/svg+xml;base64,")
+True
 """
 
 from __future__ import annotations
@@ -17,9 +32,7 @@ import base64
 import functools
 import io
 import logging
-import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import ParamSpec, TypeVar
 
 import matplotlib
@@ -27,14 +40,24 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from spurious.report.components import as_flags, finite
+
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "PALETTE",
-    "BarSpec",
-    "accuracy_plot",
+    "SERIES_COLORS",
+    "color_scale",
+    "contrast_ratio",
     "figure_to_data_uri",
+    "finite",
+    "legend_patch",
+    "plain",
+    "safe_plot",
+    "score_column_histogram",
     "score_histogram",
+    "styled",
+    "to_float_array",
 ]
 
 #: Colours shared by every report plot (and echoed by the report's CSS).
@@ -47,6 +70,9 @@ PALETTE = {
     "grid": "#e5e7eb",
     "text": "#1f2937",
 }
+
+#: Line colours for plots with one series per model (distinct in hue and lightness).
+SERIES_COLORS = ("#1f4e79", "#d9822b", "#2e7d32", "#7b1fa2", "#00838f", "#c62828", "#5d4037")
 
 # Fixed salt and no date: the same data gives byte-identical SVG, so reports can be diffed.
 _SAVE_RC = {"svg.hashsalt": "spurious-report", "svg.fonttype": "path"}
@@ -67,8 +93,21 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
-def _styled(func: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Build the plot under the report style; ``rc_context`` restores the caller's rcParams."""
+def styled(func: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Decorator: build the plot under the report style.
+
+    ``rc_context`` restores the caller's rcParams afterwards, so nothing leaks into the
+    process.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> @styled
+    ... def font_size():
+    ...     return matplotlib.rcParams["font.size"]
+    >>> font_size()
+    9.0
+    """
 
     @functools.wraps(func)
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
@@ -78,18 +117,121 @@ def _styled(func: Callable[_P, _R]) -> Callable[_P, _R]:
     return wrapper
 
 
-def _plain(text: object) -> str:
-    """Make ``text`` safe to hand to matplotlib: ``$`` would otherwise start mathtext."""
+def safe_plot(plot: Callable[_P, str | None], /, *args: _P.args, **kwargs: _P.kwargs) -> str | None:
+    """``plot(*args, **kwargs)``, or ``None`` (logged) if it raises.
+
+    A plot is decoration: the tables carry the numbers, so a plot that fails leaves its
+    slot empty instead of taking down the section.
+
+    Examples
+    --------
+    >>> safe_plot(score_histogram, [0.2, 0.8]).startswith("data:")
+    True
+    >>> safe_plot(score_histogram, [0.2], bins="many") is None  # logged, not raised
+    True
+    """
+    try:
+        return plot(*args, **kwargs)
+    except Exception:
+        logger.exception("report plot %s failed", getattr(plot, "__name__", repr(plot)))
+        return None
+
+
+def plain(text: object) -> str:
+    """Make ``text`` safe to hand to matplotlib: ``$`` would otherwise start mathtext.
+
+    Examples
+    --------
+    >>> print(plain("cost in $"))
+    cost in \\$
+    """
     return str(text).replace("$", r"\$")
 
 
-def _finite(value: object) -> float | None:
-    """``value`` as a float, or ``None`` when missing, non-numeric or non-finite."""
-    try:
-        out = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+def to_float_array(values: Sequence[object] | np.ndarray) -> np.ndarray:
+    """Coerce ``values`` to a 1-D float array; entries that are not numbers become NaN.
+
+    Examples
+    --------
+    >>> to_float_array([1, "x", None, 2.5])
+    array([1. , nan, nan, 2.5])
+    """
+    series = pd.to_numeric(pd.Series(np.asarray(values, dtype=object).ravel()), errors="coerce")
+    return series.to_numpy(dtype=float, na_value=np.nan)
+
+
+def legend_patch(color: str, label: str) -> object:
+    """A filled square legend entry (for bars drawn without a ``label``).
+
+    Examples
+    --------
+    >>> legend_patch("#1f4e79", "full input").get_label()
+    'full input'
+    """
+    from matplotlib.patches import Patch
+
+    return Patch(facecolor=color, label=label)
+
+
+def _luminance(hex_color: str) -> float:
+    """WCAG relative luminance of ``#rrggbb``."""
+    rgb = [int(hex_color[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def contrast_ratio(a: str, b: str) -> float:
+    """WCAG 2 contrast ratio of two ``#rrggbb`` colours (1 to 21; 4.5 is AA for text).
+
+    Examples
+    --------
+    >>> round(contrast_ratio("#000000", "#ffffff"), 1)
+    21.0
+    """
+    la, lb = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+_DARK_TEXT, _LIGHT_TEXT = "#111827", "#ffffff"
+
+
+def color_scale(
+    value: float | None, vmax: float, *, vmin: float = 0.0, cmap: str = "OrRd"
+) -> tuple[str, str] | None:
+    """Background colour for ``value`` on a sequential scale, and a readable text colour.
+
+    Parameters
+    ----------
+    value : float or None
+        The number to colour; ``None`` or non-finite gives ``None`` (no colour).
+    vmax, vmin : float
+        The scale's ends; values outside are clipped.
+    cmap : str
+        A matplotlib colormap name; sequential maps that start near white (``OrRd``,
+        ``Blues``) keep small values quiet.
+
+    Returns
+    -------
+    (str, str) or None
+        ``(background, text)`` as ``#rrggbb``; the text colour (near-black or white) is
+        whichever contrasts more with the background.
+
+    Examples
+    --------
+    >>> color_scale(0.0, 0.2)[0], color_scale(0.2, 0.2)[1]
+    ('#fff7ec', '#ffffff')
+    """
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    v = finite(value)
+    if v is None:
         return None
-    return out if math.isfinite(out) else None
+    span = vmax - vmin
+    t = 0.0 if span <= 0 else min(max((v - vmin) / span, 0.0), 1.0)
+    background = to_hex(colormaps[cmap](t))
+    text = max((_DARK_TEXT, _LIGHT_TEXT), key=lambda c: contrast_ratio(background, c))
+    return background, text
 
 
 def figure_to_data_uri(fig: Figure, fmt: str = "svg") -> str:
@@ -126,122 +268,7 @@ def figure_to_data_uri(fig: Figure, fmt: str = "svg") -> str:
     return f"data:{mime};base64,{base64.b64encode(buf.getvalue()).decode('ascii')}"
 
 
-@dataclass(frozen=True)
-class BarSpec:
-    """One bar of :func:`accuracy_plot`.
-
-    Attributes
-    ----------
-    label : str
-        Tick label (for example the condition name).
-    value : float or None
-        Bar height; ``None`` draws no bar but keeps the slot.
-    low, high : float or None
-        Confidence interval; drawn as an error bar when both are finite.
-    kind : {"full", "partial"}
-        Colour group.
-    """
-
-    label: str
-    value: float | None
-    low: float | None = None
-    high: float | None = None
-    kind: str = "partial"
-
-
-@_styled
-def accuracy_plot(
-    bars: Sequence[BarSpec],
-    *,
-    baseline: float | None = None,
-    baseline_label: str = "majority baseline",
-    ylabel: str = "accuracy",
-    title: str | None = None,
-) -> str | None:
-    """Bar chart of accuracies with CI error bars and a dashed baseline line.
-
-    Parameters
-    ----------
-    bars : sequence of BarSpec
-        One bar per condition, drawn in order.
-    baseline : float, optional
-        Drawn as a dashed horizontal line (for example the majority-class accuracy).
-    baseline_label, ylabel, title : str
-        Legend entry, y axis label and optional title.
-
-    Returns
-    -------
-    str or None
-        A ``data:`` URI, or ``None`` when no bar has a finite value.
-
-    Examples
-    --------
-    >>> uri = accuracy_plot([BarSpec("full", 0.8, 0.75, 0.85, "full"),
-    ...                      BarSpec("hypothesis_only", 0.6, 0.55, 0.65)], baseline=0.34)
-    >>> uri.startswith("data:image/svg+xml")
-    True
-    """
-    values = [_finite(b.value) for b in bars]
-    if not bars or all(v is None for v in values):
-        return None
-    baseline = _finite(baseline)
-    width = max(4.2, 1.1 * len(bars) + 1.6)
-    fig = Figure(figsize=(width, 3.2))
-    ax = fig.add_subplot()
-    x = np.arange(len(bars))
-    heights = [v if v is not None else 0.0 for v in values]
-    colors = [PALETTE["full"] if b.kind == "full" else PALETTE["partial"] for b in bars]
-    ax.bar(x, heights, width=0.62, color=colors, zorder=2)
-    for i, (bar, value) in enumerate(zip(bars, values, strict=True)):
-        low, high = _finite(bar.low), _finite(bar.high)
-        if value is None:
-            ax.text(i, 0.02, "n/a", ha="center", va="bottom", color=PALETTE["baseline"])
-            continue
-        top = value
-        if low is not None and high is not None:
-            # A bootstrap interval need not contain the point estimate; clip so the
-            # error bar never gets a negative length.
-            yerr = [[max(value - low, 0.0)], [max(high - value, 0.0)]]
-            ax.errorbar(
-                i, value, yerr=yerr, fmt="none", ecolor="#111827", elinewidth=1.1,
-                capsize=4, zorder=3,
-            )  # fmt: skip
-            top = max(top, high)
-        ax.text(i, top + 0.02, f"{value:.3f}", ha="center", va="bottom", fontsize=8)
-    if baseline is not None:
-        ax.axhline(
-            baseline, color=PALETTE["baseline"], linestyle="--", linewidth=1.3, zorder=4,
-            label=f"{_plain(baseline_label)} ({baseline:.3f})",
-        )  # fmt: skip
-    ax.set_xticks(x)
-    ax.set_xticklabels([_plain(b.label) for b in bars], rotation=0 if len(bars) <= 4 else 20)
-    finite = [v for v in values if v is not None] + ([baseline] if baseline is not None else [])
-    highs = [h for h in (_finite(b.high) for b in bars) if h is not None]
-    upper = max([*finite, *highs, 0.0])
-    ax.set_ylim(0.0, 1.05 if upper <= 1.0 else upper * 1.12)
-    ax.set_ylabel(_plain(ylabel))
-    ax.yaxis.grid(True, color=PALETTE["grid"], zorder=0)
-    ax.set_axisbelow(True)
-    handles = [
-        _legend_patch(PALETTE["full"], "full input"),
-        _legend_patch(PALETTE["partial"], "partial input"),
-    ]
-    kinds = {b.kind for b in bars}
-    handles = [h for h, k in zip(handles, ("full", "partial"), strict=True) if k in kinds]
-    line_handles, _ = ax.get_legend_handles_labels()
-    ax.legend(handles=handles + line_handles, loc="upper right", fontsize=8, frameon=False)
-    if title:
-        ax.set_title(_plain(title), fontsize=10, loc="left")
-    return figure_to_data_uri(fig)
-
-
-def _legend_patch(color: str, label: str) -> object:
-    from matplotlib.patches import Patch
-
-    return Patch(facecolor=color, label=label)
-
-
-@_styled
+@styled
 def score_histogram(
     scores: Sequence[float] | np.ndarray,
     *,
@@ -276,7 +303,7 @@ def score_histogram(
     >>> score_histogram([0.1, 0.5, 0.9], flagged=[False, False, True]).startswith("data:")
     True
     """
-    values = _to_float_array(scores)
+    values = to_float_array(scores)
     mask = np.isfinite(values)
     if not mask.any():
         return None
@@ -312,16 +339,32 @@ def score_histogram(
             zorder=2,
         )
         ax.legend(loc="upper left", fontsize=8, frameon=False)
-    ax.set_xlabel(_plain(xlabel))
+    ax.set_xlabel(plain(xlabel))
     ax.set_ylabel("examples")
     ax.yaxis.grid(True, color=PALETTE["grid"], zorder=0)
     ax.set_axisbelow(True)
     if title:
-        ax.set_title(_plain(title), fontsize=10, loc="left")
+        ax.set_title(plain(title), fontsize=10, loc="left")
     return figure_to_data_uri(fig)
 
 
-def _to_float_array(values: Sequence[object] | np.ndarray) -> np.ndarray:
-    """Coerce ``values`` to a 1-D float array; entries that are not numbers become NaN."""
-    series = pd.to_numeric(pd.Series(np.asarray(values, dtype=object).ravel()), errors="coerce")
-    return series.to_numpy(dtype=float, na_value=np.nan)
+def score_column_histogram(
+    scores: pd.DataFrame | None, column: str, *, flag_column: str, xlabel: str
+) -> str | None:
+    """:func:`score_histogram` of ``scores[column]``, stacked by ``scores[flag_column]``.
+
+    ``None`` when the frame has no such column or no rows, or when the plot fails
+    (see :func:`safe_plot`); the flags are left out when ``flag_column`` is missing.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"s": [0.1, 0.9], "is_issue": [False, True]})
+    >>> score_column_histogram(frame, "s", flag_column="is_issue", xlabel="s")[:5]
+    'data:'
+    >>> score_column_histogram(frame, "other", flag_column="is_issue", xlabel="s") is None
+    True
+    """
+    if scores is None or column not in scores.columns or not len(scores):
+        return None
+    flagged = as_flags(scores[flag_column]) if flag_column in scores.columns else None
+    return safe_plot(score_histogram, scores[column].to_numpy(), flagged=flagged, xlabel=xlabel)

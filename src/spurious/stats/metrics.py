@@ -229,7 +229,7 @@ def example_scores(dataset, predictions, metric: str | None = None) -> np.ndarra
     predictions : PredictionSet or sequence
         Values aligned to ``dataset`` order: answer texts (QA) or label ids.
     metric : {"f1", "em", "accuracy"}, optional
-        Default: ``"f1"`` for QA, ``"accuracy"`` otherwise.
+        Default: :func:`resolve_metric` (``"em"`` for QA, ``"accuracy"`` otherwise).
 
     Returns
     -------

@@ -15,7 +15,6 @@ complete files. Files the JSON no longer names are deleted after it is written.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from spurious.exceptions import DetectorError
+from spurious.utils.hashing import array_digest
 from spurious.utils.io import atomic_write, atomic_write_json, read_json, to_jsonable
 
 logger = logging.getLogger(__name__)
@@ -109,7 +109,7 @@ class FilterState:
 
 
 def _checksum(arr: np.ndarray) -> str:
-    return hashlib.blake2b(np.ascontiguousarray(arr).data, digest_size=16).hexdigest()
+    return array_digest(arr)
 
 
 def _save_npy(path: Path, arr: np.ndarray) -> None:

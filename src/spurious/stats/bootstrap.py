@@ -1,4 +1,8 @@
-"""Bootstrap confidence intervals over evaluation examples (via ``scipy.stats.bootstrap``)."""
+"""Bootstrap confidence intervals over evaluation examples (via ``scipy.stats.bootstrap``).
+
+For the bootstrap of the two groups of a threshold split (prediction bias), see
+:mod:`spurious.stats.split_bootstrap`.
+"""
 
 from __future__ import annotations
 
@@ -68,7 +72,13 @@ def bootstrap_interval(
 
 
 def safe_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """``num / den`` with NaN where ``den == 0`` (no warnings)."""
+    """``num / den`` with NaN where ``den == 0`` (no warnings).
+
+    Examples
+    --------
+    >>> safe_ratio(np.array([1.0, 1.0]), np.array([2.0, 0.0])).tolist()
+    [0.5, nan]
+    """
     num = np.asarray(num, dtype=np.float64)
     den = np.asarray(den, dtype=np.float64)
     out = np.full(np.broadcast(num, den).shape, np.nan)

@@ -16,8 +16,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from spurious.data.dataset import Dataset
-from spurious.detectors.aflite import (
-    _make_model,
+from spurious.detectors.aflite.algorithm import (
+    make_partition_model,
     predictability,
     resolve_size,
     sample_partitions,
@@ -133,7 +133,7 @@ def one_shot_filter_baseline(
     entropy = 0 if random_state is None else int(random_state)
     rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(1, 0)))
     train_idx, excluded = sample_partitions(codes, t, n_partitions, rng)
-    part_model = _make_model(model, random_state, sparse=sp.issparse(X))
+    part_model = make_partition_model(model, random_state, sparse=sp.issparse(X))
     shared = {"X": X, "y": y, "model": part_model, "n_classes": int(y.max()) + 1}
     correct, held = score_partitions(
         LocalExecutor(), shared, None, train_idx, excluded, n_partitions

@@ -1,0 +1,360 @@
+"""``spurious bias`` and ``spurious resample``: prediction bias of models, and RESAM."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from spurious.cli import output
+from spurious.cli.options import (
+    attributes_option,
+    data_argument,
+    default_out,
+    file_opt,
+    input_options,
+    opt,
+    out_option,
+    parse_field_map,
+    seed_option,
+    task_option,
+)
+
+
+def _parse_thresholds(items: tuple[str, ...]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise click.BadParameter(
+                f"expected HEURISTIC=T (e.g. word_distance=7); got {item!r}",
+                param_hint="--threshold",
+            ) from None
+    return out
+
+
+def print_bias_table(res: Any) -> None:
+    d = res.details
+    m = res.metrics
+    models = d.get("models", [])
+    has_human = bool(d.get("natural"))
+    shared = d.get("shared_threshold", True)
+    names = [*models, *(["human"] if has_human else [])]
+    width = max([12, *(len(n) for n in names)]) + 2
+    click.echo(f"\nprediction bias ({d.get('metric')}): bias / worse-group mean")
+    head = (
+        f"{'heuristic':<24}"
+        + ("T      n_low/n_high   " if shared else "")
+        + "".join(f"{n:>{width}}" for n in names)
+    )
+    click.echo(head)
+    for h in d.get("heuristics", []):
+        line = f"{h:<24}"
+        if shared:
+            t = m.get(f"threshold_{h}", math.nan)
+            sizes = f"{int(m.get(f'n_low_{h}', 0))}/{int(m.get(f'n_high_{h}', 0))}"
+            line += f"{t:<7g}{sizes:<15}"
+        for name in models:
+            line += f"{_cell(m.get(f'bias_{name}_{h}'), m.get(f'worse_group_{name}_{h}')):>{width}}"
+        if has_human:
+            line += (
+                f"{_cell(m.get(f'natural_bias_{h}'), m.get(f'natural_worse_group_{h}')):>{width}}"
+            )
+        click.echo(line)
+
+
+def _cell(bias: float | None, worse: float | None) -> str:
+    def f(v: float | None) -> str:
+        return "-" if v is None or not math.isfinite(v) else f"{v:.3f}"
+
+    return f"{f(bias)} / {f(worse)}"
+
+
+@click.command("bias")
+@data_argument(exists=True)
+@click.argument("extra_predictions", nargs=-1, type=click.Path(path_type=Path))
+@task_option("Task of DATA (qa for SQuAD files).")
+@opt(
+    "--predictions",
+    "A model's prediction file: SQuAD's {id: answer} JSON, or JSONL/CSV/TSV with id and "
+    "prediction (label names or ids). Repeatable; files after the first (e.g. from a shell "
+    "glob) are taken too. The model name is the file stem.",
+    multiple=True,
+    type=click.Path(path_type=Path),
+)
+@opt(
+    "--heuristic",
+    "Heuristic to split by, repeatable (default: every heuristic of the task; see --no-spacy).",
+    dest="heuristics",
+    multiple=True,
+    metavar="NAME",
+)
+@attributes_option
+@file_opt(
+    "--train",
+    "Training split for heuristics that need one (e.g. max_word_label_pmi).",
+    dest="train_path",
+)
+@opt(
+    "--no-spacy",
+    "Skip heuristics that need spaCy (entity_count, subject_position) when --heuristic "
+    "is not given.",
+    is_flag=True,
+)
+@opt(
+    "--own-threshold",
+    "Give every model its own best threshold (default: the reference model's threshold "
+    "is shared, so models and the human reference are compared on the same groups).",
+    is_flag=True,
+)
+@opt(
+    "--reference",
+    "Model (file stem) whose best thresholds are shared (default: the first file).",
+    metavar="MODEL",
+)
+@opt(
+    "--threshold",
+    "Use a fixed threshold for a heuristic instead of searching, repeatable "
+    "(e.g. --threshold word_distance=7, the paper's App. C value).",
+    dest="fixed",
+    multiple=True,
+    metavar="HEURISTIC=T",
+)
+@opt(
+    "--metric",
+    "Per-example score: em (exact match; QA default, as in the paper), f1, or "
+    "accuracy (classification default).",
+    type=click.Choice(["f1", "em", "accuracy"]),
+)
+@opt("--n-trials", "Bootstrap resamples per group.", type=int, default=100)
+@opt(
+    "--sample-size",
+    "Examples per bootstrap resample; a threshold is valid when both groups have twice as many.",
+    type=int,
+    default=800,
+)
+@opt(
+    "--no-natural",
+    "Do not compute the natural (human) bias from the annotators' answers.",
+    is_flag=True,
+)
+@input_options
+@seed_option("Random seed of the bootstrap.")
+@out_option("bias")
+def bias(
+    data: Path,
+    extra_predictions: tuple[Path, ...],
+    task: str,
+    predictions: tuple[Path, ...],
+    heuristics: tuple[str, ...],
+    attributes: Path | None,
+    train_path: Path | None,
+    no_spacy: bool,
+    own_threshold: bool,
+    reference: str | None,
+    fixed: tuple[str, ...],
+    metric: str | None,
+    n_trials: int,
+    sample_size: int,
+    no_natural: bool,
+    field_map: tuple[str, ...],
+    fmt: str | None,
+    seed: int,
+    out: Path | None,
+) -> None:
+    """Measure the prediction bias of models on DATA along heuristic splits.
+
+    For each heuristic (e.g. the distance between answer and question words), the
+    examples are split at a threshold T into a low (<= T) and a high (> T) group, both
+    are bootstrapped, and the prediction bias is the gap between the groups' 95%
+    intervals (Mikula et al., "Think Twice", Algorithm 1). T is searched over the
+    heuristic's range (App. C). The natural bias of the human annotators is shown
+    beside the models. Scores and biases are fractions in [0, 1] (0.05 = 5 points).
+
+    \b
+    Example:
+      spurious bias dev-v1.1.json --task qa \\
+          --predictions predictions/*.json --out runs/squad-bias
+    """
+    from spurious.runner import execute
+
+    files = [*predictions, *extra_predictions]
+    if not files:
+        raise click.UsageError("give at least one prediction file with --predictions")
+    params = {
+        "heuristics": list(heuristics) or None,
+        "no_spacy": no_spacy,
+        "metric": metric,
+        "shared_threshold": not own_threshold,
+        "reference": reference,
+        "thresholds": _parse_thresholds(fixed) or None,
+        "natural": not no_natural,
+        "n_trials": n_trials,
+        "sample_size": sample_size,
+        "random_state": seed,
+    }
+    config = {
+        "inputs": {
+            "data": os.fspath(data),
+            "task": task,
+            "format": fmt,
+            "field_map": parse_field_map(field_map),
+            "predictions": [os.fspath(p) for p in files],
+            "attributes": None if attributes is None else os.fspath(attributes),
+            "heuristics_train": None if train_path is None else os.fspath(train_path),
+        },
+        "analyses": {"prediction_bias": params},
+        "seed": seed,
+    }
+
+    def intro(ctx: Any, analyses: Any) -> None:
+        ds = ctx.target
+        names = ", ".join(p.name for p in ctx.predictions)
+        click.echo(f"bias: {len(ds)} examples of {ds.name}; models: {names}")
+        if ctx.attributes is None:
+            click.echo(f"heuristics: {', '.join(analyses[0].heuristic_names(ctx))}")
+
+    run = execute(
+        config,
+        out=out or default_out("bias"),
+        command=["spurious", *sys.argv[1:]],
+        before_run=intro,
+    )
+    res = run.results["prediction_bias"]
+    output.result_line(res)
+    if res.status == "ok":
+        print_bias_table(res)
+    output.summary_table(run.results)
+    output.outputs(run)
+    output.exit_status(run)
+
+
+@click.command("resample")
+@data_argument(exists=True)
+@task_option("Task of DATA.")
+@opt("--heuristic", "Heuristic whose split is balanced (e.g. word_distance).", required=True)
+@opt(
+    "--out",
+    "Output file, written in DATA's format (SQuAD JSON keeps its nested structure). "
+    "Must differ from DATA, which is never modified.",
+    type=click.Path(path_type=Path, dir_okay=False),
+    required=True,
+)
+@opt(
+    "--threshold",
+    "T: low group = heuristic <= T, high group = heuristic > T. Default: from "
+    "--from-run, else the paper's App. C value for the heuristic.",
+    type=float,
+)
+@opt(
+    "--from-run",
+    "A 'spurious bias' run directory; its shared threshold for --heuristic is used.",
+    type=click.Path(path_type=Path, exists=True, file_okay=False),
+)
+@opt(
+    "--replace",
+    "Draw every added copy independently with replacement (default: copy each "
+    "minority example equally often, the remainder drawn without replacement).",
+    is_flag=True,
+)
+@file_opt(
+    "--train",
+    "Training split for heuristics that need one (default: DATA itself).",
+    dest="train_path",
+)
+@input_options
+@seed_option()
+@opt("--force", "Overwrite --out if it exists.", is_flag=True)
+def resample(
+    data: Path,
+    task: str,
+    heuristic: str,
+    out: Path,
+    threshold: float | None,
+    from_run: Path | None,
+    replace: bool,
+    train_path: Path | None,
+    field_map: tuple[str, ...],
+    fmt: str | None,
+    seed: int,
+    force: bool,
+) -> None:
+    """Write a RESAM copy of DATA: the rarer side of a heuristic split is oversampled.
+
+    The examples are split at T into heuristic <= T and > T; the smaller group is
+    oversampled until both groups are equally large (Mikula et al., "Think Twice",
+    Sec. 4.3). Nothing is removed; copies get ids <id>-resam<k>.
+
+    \b
+    Example:
+      spurious resample train-v1.1.json --task qa --heuristic word_distance \\
+          --out train_resam.json --from-run runs/squad-bias
+    """
+    from spurious.actions.resample import resample_file
+    from spurious.data import load_dataset
+    from spurious.evaluate.prediction_bias import PAPER_QA_THRESHOLDS
+    from spurious.heuristics import compute_heuristics, get_heuristic
+
+    get_heuristic(heuristic)  # an unknown name fails before any work
+    if threshold is None and from_run is not None:
+        threshold = _threshold_from_run(from_run, heuristic)
+        click.echo(f"threshold {threshold:g} for {heuristic} from {from_run}")
+    if threshold is None:
+        threshold = PAPER_QA_THRESHOLDS.get(heuristic) if task == "qa" else None
+        if threshold is None:
+            raise click.UsageError(
+                f"no default threshold for {heuristic!r}; pass --threshold or --from-run"
+            )
+        click.echo(f"threshold {threshold:g} for {heuristic}: the paper's App. C value")
+    fmap = parse_field_map(field_map)
+    train = None
+    if train_path is not None:
+        train = load_dataset(train_path, task, field_map=fmap)
+
+    def attribute_of(ds):
+        # The file is a training set: statistics-based heuristics are fitted on it by default.
+        fit = train if train is not None else ds
+        return compute_heuristics(ds, [heuristic], train=fit)[heuristic].to_numpy()
+
+    info = resample_file(
+        data,
+        out,
+        task=task,
+        threshold=threshold,
+        attribute=attribute_of,
+        field_map=fmap,
+        format=fmt,
+        replace=replace,
+        random_state=seed,
+        overwrite=force,
+    )
+    click.echo(
+        f"{heuristic} <= {info.threshold:g}: {info.n_low}, > {info.threshold:g}: {info.n_high}; "
+        f"added {info.n_added} copies of the {info.minority or '-'} group "
+        f"({info.n_unsplit} rows without a value kept once)"
+    )
+    click.echo(f"wrote {info.n_output} rows to {out}")
+
+
+def _threshold_from_run(run: Path, heuristic: str) -> float:
+    from spurious.utils.io import read_json
+
+    path = run / "prediction_bias" / "metrics.json"
+    if not path.exists():
+        raise click.UsageError(f"{run} has no prediction_bias/metrics.json")
+    metrics = read_json(path)
+    value = metrics.get(f"threshold_{heuristic}")
+    if value is None:
+        raise click.UsageError(
+            f"{path} has no shared threshold for {heuristic!r} (run without --own-threshold, "
+            "or pass --threshold)"
+        )
+    return float(value)

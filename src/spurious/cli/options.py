@@ -1,0 +1,128 @@
+"""Options shared by the commands, written once: data, task, eval, field map, format, seed, out."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+#: Tasks every command accepts (kept literal so ``--help`` needs no package import).
+TASKS = ("nli", "pair", "text", "qa")
+TASK_CHOICE = click.Choice(list(TASKS))
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def default_out(command: str) -> Path:
+    """``runs/<command>-<timestamp>``: where a run goes when ``--out`` is not given."""
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("runs") / f"{command}-{stamp}"
+
+
+def parse_field_map(items: tuple[str, ...]) -> dict[str, str]:
+    """``("premise=sentence1", ...)`` -> ``{"premise": "sentence1"}``."""
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise click.BadParameter(
+                f"expected CANONICAL=COLUMN (e.g. premise=sentence1); got {item!r}",
+                param_hint="--field-map",
+            )
+        k, v = item.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def data_argument(*, exists: bool = False) -> Callable[[F], F]:
+    """The DATA argument."""
+    return click.argument(
+        "data", type=click.Path(path_type=Path, exists=exists, dir_okay=not exists)
+    )
+
+
+def task_option(help: str = "Task of the data.") -> Callable[[F], F]:
+    """``--task`` (required)."""
+    return click.option("--task", type=TASK_CHOICE, required=True, help=help)
+
+
+def eval_option(help: str) -> Callable[[F], F]:
+    """``--eval`` with a command-specific meaning."""
+    return click.option(
+        "--eval", "eval_path", type=click.Path(path_type=Path), default=None, help=help
+    )
+
+
+def field_map_option(f: F) -> F:
+    """``--field-map CANONICAL=COLUMN`` (repeatable)."""
+    return click.option(
+        "--field-map",
+        multiple=True,
+        metavar="CANONICAL=COLUMN",
+        help="Map a source column to a canonical field, repeatable "
+        "(e.g. --field-map premise=sentence1).",
+    )(f)
+
+
+def format_option(f: F) -> F:
+    """``--format`` for inputs whose suffix does not say."""
+    return click.option(
+        "--format",
+        "fmt",
+        default=None,
+        help="Input format if the suffix does not say: jsonl, json, csv, tsv, parquet, squad.",
+    )(f)
+
+
+def seed_option(help: str = "Random seed.") -> Callable[[F], F]:
+    """``--seed`` (default 0)."""
+    return click.option("--seed", type=int, default=0, show_default=True, help=help)
+
+
+def out_option(command: str) -> Callable[[F], F]:
+    """``--out DIR`` (default ``runs/<command>-<timestamp>``)."""
+    return click.option(
+        "--out",
+        type=click.Path(path_type=Path),
+        default=None,
+        help=f"Run directory (default: runs/{command}-<timestamp>).",
+    )
+
+
+def input_options(f: F) -> F:
+    """``--field-map`` and ``--format``: how DATA is read."""
+    return field_map_option(format_option(f))
+
+
+#: An existing file given as input.
+INPUT_FILE = click.Path(path_type=Path, exists=True, dir_okay=False)
+
+
+def opt(flag: str, help: str, *, dest: str | None = None, **kw: Any) -> Callable[[F], F]:
+    """One ``click.option`` per line; a non-None default is shown in ``--help``."""
+    if kw.get("default") is not None and not kw.get("is_flag"):
+        kw.setdefault("show_default", True)
+    names = (flag,) if dest is None else (flag, dest)
+    return click.option(*names, help=help, **kw)
+
+
+def file_opt(
+    flag: str,
+    help: str,
+    *,
+    dest: str | None = None,
+    multiple: bool = False,
+) -> Callable[[F], F]:
+    """An option naming an existing input file (repeatable with ``multiple``)."""
+    return opt(flag, help, dest=dest, type=INPUT_FILE, multiple=multiple)
+
+
+def attributes_option(f: F) -> F:
+    """``--attributes``: precomputed heuristic values instead of computing them."""
+    return file_opt(
+        "--attributes",
+        "Precomputed heuristic values (Parquet/CSV/JSONL with 'id' and one column per "
+        "heuristic) instead of computing them.",
+    )(f)

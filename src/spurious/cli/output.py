@@ -1,0 +1,64 @@
+"""What the CLI prints: one line per result as it arrives, a summary table, the outputs."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import click
+
+_COLOURS = {"ok": "green", "failed": "red", "skipped": "yellow"}
+_SEVERITY_MARK = {"high": "!!!", "moderate": "!!", "low": "!", "none": "-", "info": ""}
+
+
+def result_line(res: Any) -> None:
+    """``[name] status: summary`` as soon as an analysis finishes."""
+    click.secho(f"[{res.detector}] {res.status}: ", fg=_COLOURS.get(res.status), nl=False)
+    click.echo(res.summary if res.status == "ok" else res.error or res.summary)
+
+
+def summary_table(results: Mapping[str, Any]) -> None:
+    """A compact table: analysis, status, time, headline and verdict (terminal width)."""
+    if not results:
+        return
+    width = max(60, min(shutil.get_terminal_size((120, 20)).columns, 160))
+    name_w = max(8, *(len(n) for n in results)) + 1
+    click.echo("")
+    click.secho(f"{'analysis':<{name_w}} {'status':<8} {'time':>7}  finding", bold=True)
+    for name, res in results.items():
+        secs = res.provenance.timings.get("total_s")
+        t = f"{secs:.1f}s" if isinstance(secs, int | float) else "-"
+        head = res.headline or {}
+        if res.status == "ok":
+            finding = head.get("text") or res.summary
+            verdict = head.get("verdict")
+            mark = _SEVERITY_MARK.get(head.get("severity", ""), "")
+            if verdict:
+                finding = f"{mark} {verdict}: {finding}".strip()
+        else:
+            finding = res.error or res.summary
+        room = max(20, width - name_w - 19)
+        if len(finding) > room:
+            finding = finding[: room - 1] + "…"
+        click.echo(f"{name:<{name_w}} ", nl=False)
+        click.secho(f"{res.status:<8}", fg=_COLOURS.get(res.status), nl=False)
+        click.echo(f" {t:>7}  {finding}")
+
+
+def outputs(run: Any) -> None:
+    """Where the report and the results are."""
+    if run.report is not None:
+        click.echo(f"report:  {run.report}")
+    if run.out is not None:
+        click.echo(f"results: {run.out}/<analysis>/metrics.json, scores.parquet")
+
+
+def exit_status(run: Any) -> None:
+    """Exit 1 when an analysis failed (the results of the others are written)."""
+    failed = [n for n, r in run.results.items() if r.status == "failed"]
+    for n in failed:
+        click.secho(f"error: {n}: {run.results[n].error}", fg="red", err=True)
+    if failed:
+        sys.exit(1)

@@ -1,0 +1,281 @@
+"""The run context: the inputs of one run, and shared inputs built once for every analysis.
+
+A :class:`RunContext` holds the datasets of a run (the data, an optional evaluation
+split), what the user supplied besides (model predictions, heuristic attributes,
+annotations) and a memo of *artifacts*: feature matrices, heuristic values, and later
+trained models, training dynamics and hidden states. An analysis asks for an artifact by
+kind and configuration::
+
+    X = ctx.artifact("features", features="minilm", view="hypothesis_only", split="eval")
+
+The first request builds it with the provider registered for the kind (see
+:func:`register_artifact`); every later request with the same configuration, from any
+analysis of the run, gets the same object. Providers build on the on-disk caches
+(encoder features, heuristics), so a re-run reuses them too. The keys include the
+fingerprints of the datasets involved, never object identities.
+
+"Cartography needs the dynamics of model X on view V" is then one call,
+``ctx.artifact("dynamics", model="X", view="V")``, once a provider for ``"dynamics"`` is
+registered; no plumbing changes.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from spurious.exceptions import DetectorError, ParameterError
+from spurious.utils.hashing import stable_hash
+from spurious.utils.registry import Registry
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from spurious.data.dataset import Dataset
+    from spurious.data.predictions import PredictionSet
+
+logger = logging.getLogger(__name__)
+
+#: kind -> provider ``f(ctx, **config) -> artifact``.
+ARTIFACTS: Registry[Callable[..., Any]] = Registry("artifact kind")
+
+
+def register_artifact(kind: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator registering the provider that builds artifacts of ``kind``.
+
+    Examples
+    --------
+    >>> @register_artifact("doc_example_lengths")
+    ... def _lengths(ctx, *, split="train"):
+    ...     return [len(t) for t in ctx.split(split).frame["hypothesis"]]
+    >>> ARTIFACTS.unregister("doc_example_lengths")
+    """
+    return ARTIFACTS.decorator(kind)
+
+
+def default_progress() -> bool:
+    """Progress bars by default where a person watches: a terminal or a notebook."""
+    try:
+        from IPython import get_ipython
+
+        if get_ipython() is not None:
+            return True
+    except ImportError:
+        pass
+    return bool(getattr(sys.stderr, "isatty", lambda: False)())
+
+
+class RunContext:
+    """Inputs of one run and the artifacts built from them, shared by every analysis.
+
+    Parameters
+    ----------
+    train : Dataset
+        The data (the training split when there are two).
+    eval : Dataset, optional
+        A held-out evaluation split.
+    predictions : sequence of PredictionSet, optional
+        Model predictions aligned to :attr:`target` (the evaluation split, else the data).
+    attributes : pandas.DataFrame, optional
+        Precomputed heuristic values (``id`` + one column per heuristic) for :attr:`target`.
+    heuristics_train : Dataset, optional
+        The split that statistics-based heuristics (e.g. ``max_word_label_pmi``) are
+        fitted on; default: the data when an evaluation split is given, else none.
+    progress : bool, optional
+        Show progress bars (``None``: when a person watches, see :func:`default_progress`).
+
+    Examples
+    --------
+    >>> from spurious.data.synthetic import make_nli_artifacts
+    >>> train, test = make_nli_artifacts(n=300, random_state=0).dataset.split(0.3)
+    >>> ctx = RunContext(train, test, progress=False)
+    >>> X = ctx.features("bow", "hypothesis_only", split="eval")
+    >>> X is ctx.features("bow", "hypothesis_only", split="eval")  # built once
+    True
+    """
+
+    def __init__(
+        self,
+        train: Dataset,
+        eval: Dataset | None = None,
+        *,
+        predictions: Sequence[PredictionSet] = (),
+        attributes: pd.DataFrame | None = None,
+        heuristics_train: Dataset | None = None,
+        progress: bool | None = None,
+    ) -> None:
+        from spurious.data.dataset import Dataset
+
+        for what, ds in (("train", train), ("eval", eval)):
+            if ds is not None and not isinstance(ds, Dataset):
+                raise DetectorError(
+                    f"RunContext expects a spurious Dataset as {what!r}; got "
+                    f"{type(ds).__name__}. Load data with spurious.load_dataset()."
+                )
+        if eval is not None:
+            _check_compatible(train, eval)
+        self.train = train
+        self.eval = eval
+        self.predictions = list(predictions)
+        self.attributes = attributes
+        self.heuristics_train = heuristics_train
+        self.progress = default_progress() if progress is None else bool(progress)
+        self._memo: dict[str, Any] = {}
+        #: Seconds spent building each artifact (key -> s), for the manifest.
+        self.timings: dict[str, float] = {}
+
+    # -- the datasets ------------------------------------------------------------------
+    @property
+    def target(self) -> Dataset:
+        """The split being judged: the evaluation split when given, else the data."""
+        return self.eval if self.eval is not None else self.train
+
+    def split(self, name: str) -> Dataset:
+        """``"train"``, ``"eval"`` or ``"target"`` as a dataset (clear error if absent)."""
+        if name == "train":
+            return self.train
+        if name == "target":
+            return self.target
+        if name == "eval":
+            if self.eval is None:
+                raise DetectorError("This run has no evaluation split (pass --eval).")
+            return self.eval
+        raise ParameterError(f"Unknown split {name!r}; expected 'train', 'eval' or 'target'.")
+
+    @property
+    def has_predictions(self) -> bool:
+        """Whether model predictions were supplied."""
+        return bool(self.predictions)
+
+    @property
+    def has_annotations(self) -> bool:
+        """Whether the judged split carries several annotations per example."""
+        t = self.target
+        if t.task.name == "qa":
+            answers = t.frame.get("answers")
+            return answers is not None and bool(answers.map(len).gt(1).any())
+        col = t.frame.get("annotator_labels")
+        return col is not None and bool(col.notna().any())
+
+    def can_build(self, kind: str) -> bool:
+        """Whether a provider for artifacts of ``kind`` is registered."""
+        return kind in ARTIFACTS
+
+    def fingerprints(self) -> dict[str, str]:
+        """``{"train": ..., "eval": ...}`` fingerprints of the run's datasets."""
+        out = {"train": self.train.fingerprint}
+        if self.eval is not None:
+            out["eval"] = self.eval.fingerprint
+        return out
+
+    # -- artifacts ---------------------------------------------------------------------
+    def artifact(self, kind: str, **config: Any) -> Any:
+        """The artifact of ``kind`` with ``config``, built on first request and then shared.
+
+        ``config`` must be plain data (it becomes the memo key, together with the
+        datasets' fingerprints).
+        """
+        provider = ARTIFACTS.get(kind)
+        key = f"{kind}:{stable_hash({'config': config, 'data': self.fingerprints()})}"
+        if key not in self._memo:
+            start = time.perf_counter()
+            self._memo[key] = provider(self, **config)
+            self.timings[f"{kind}:{_describe(config)}"] = round(time.perf_counter() - start, 4)
+        return self._memo[key]
+
+    def features(self, features: Any, view: str, *, split: str = "train") -> Any:
+        """Feature matrix of ``split`` seen through ``view``.
+
+        The featurizer is fitted on the data (the training split) once per
+        ``(features, view)`` and applied to every split, exactly as a single analysis
+        would; the matrices are shared between analyses, so an analysis must copy a
+        matrix before changing it.
+
+        Parameters
+        ----------
+        features : str or Featurizer
+            A featurizer spec (see :func:`spurious.features.make_featurizer`).
+        view : str
+            A view name of the task (``"full"``, ``"hypothesis_only"`` ...).
+        split : {"train", "eval"}
+        """
+        from spurious.features import make_featurizer
+
+        featurizer = make_featurizer(features)
+        key = _featurizer_key(featurizer, features)
+        self._featurizers.setdefault(key, featurizer)
+        return self.artifact("features", featurizer=key, view=view, split=split)
+
+    def heuristics(self, names: Sequence[str]) -> pd.DataFrame:
+        """Heuristic attributes of :attr:`target`: ``id`` + one column per name.
+
+        Supplied ``attributes`` are used when they hold the names; otherwise the values
+        are computed (and cached on disk by the heuristics package).
+        """
+        return self.artifact("heuristics", names=list(names))
+
+    # -- internals ---------------------------------------------------------------------
+    @property
+    def _featurizers(self) -> dict[str, Any]:
+        return self._memo.setdefault("__featurizers__", {})
+
+
+def _describe(config: dict[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in config.items() if not isinstance(v, dict | list))
+
+
+def _featurizer_key(featurizer: Any, spec: Any) -> str:
+    # A short name or a config digest: plain data for the memo key.
+    return spec if isinstance(spec, str) else "config:" + stable_hash(featurizer.config())
+
+
+def _check_compatible(train: Dataset, eval: Dataset) -> None:
+    if eval.task.name != train.task.name:
+        raise DetectorError(
+            f"'eval_dataset' has task {eval.task.name!r} but 'dataset' has {train.task.name!r}."
+        )
+    if train.task.has_labels and eval.label_names != train.label_names:
+        raise DetectorError(
+            f"'eval_dataset' label names {list(eval.label_names)} differ from 'dataset' label "
+            f"names {list(train.label_names)}; pass label_names= when loading so both use the "
+            "same ids."
+        )
+
+
+# ---------------------------------------------------------------------------------------
+# Built-in providers
+# ---------------------------------------------------------------------------------------
+@register_artifact("fitted_featurizer")
+def _fitted_featurizer(ctx: RunContext, *, featurizer: str, view: str) -> Any:
+    """A featurizer fitted on the data for ``view`` (shared by every split's matrix)."""
+    from sklearn.base import clone
+
+    from spurious.features import PrecomputedFeaturizer, make_featurizer
+
+    feat = ctx._featurizers.get(featurizer) or make_featurizer(featurizer)
+    if not (isinstance(feat, PrecomputedFeaturizer) or feat.stateless):
+        feat = clone(feat)  # never fit the caller's object
+    return feat.fit(ctx.train, view)
+
+
+@register_artifact("features")
+def _features(ctx: RunContext, *, featurizer: str, view: str, split: str) -> Any:
+    feat = ctx.artifact("fitted_featurizer", featurizer=featurizer, view=view)
+    # Shared between analyses: the conformance suite checks that none modifies its inputs.
+    return feat.transform(ctx.split(split), view, progress=ctx.progress)
+
+
+@register_artifact("heuristics")
+def _heuristics(ctx: RunContext, *, names: list[str]) -> Any:
+    from spurious.heuristics import compute_heuristics
+
+    supplied = ctx.attributes
+    if supplied is not None and all(n in supplied.columns for n in names):
+        return supplied[["id", *names]]
+    fit_on = ctx.heuristics_train
+    if fit_on is None and ctx.eval is not None:
+        fit_on = ctx.train
+    return compute_heuristics(ctx.target, names, train=fit_on, progress=ctx.progress)

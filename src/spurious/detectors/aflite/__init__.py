@@ -1,0 +1,34 @@
+"""AFLite: adversarial filtering (paper 000, Alg. 1) and its evaluation-set mode (paper 004).
+
+Modules: :mod:`~spurious.detectors.aflite.algorithm` (partitions, predictability, slice
+selection: the building blocks, documented with the papers' symbols and every
+deviation), :mod:`~spurious.detectors.aflite.detector` (the :class:`AFLite` analysis and
+its filtering loop), :mod:`~spurious.detectors.aflite.checkpoint` (state saved after
+every round) and :mod:`~spurious.detectors.aflite.baselines` (size-matched baselines).
+"""
+
+from spurious.detectors.aflite.algorithm import (
+    SELECTIONS,
+    chunk_partitions,
+    features_fingerprint,
+    make_partition_model,
+    predictability,
+    round_rng,
+    sample_partitions,
+    score_partitions,
+    select_slice,
+)
+from spurious.detectors.aflite.detector import AFLite
+
+__all__ = [
+    "SELECTIONS",
+    "AFLite",
+    "chunk_partitions",
+    "features_fingerprint",
+    "make_partition_model",
+    "predictability",
+    "round_rng",
+    "sample_partitions",
+    "score_partitions",
+    "select_slice",
+]

@@ -1,0 +1,252 @@
+"""The ``prediction_bias`` analysis: paper 001's bias table as a registered analysis.
+
+It judges the predictions supplied to the run (``--predictions``) on the split they
+cover (the evaluation split, else the data) along every heuristic of the task, through
+:func:`spurious.evaluate.prediction_bias.bias_table`; heuristic values come from the run
+context (computed once and cached, or supplied with ``--attributes``).
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+from typing import Any, ClassVar
+
+from spurious.analysis import (
+    Analysis,
+    AnalysisOutput,
+    Requirements,
+    register_analysis,
+    severity_of,
+)
+from spurious.context import RunContext
+from spurious.exceptions import DetectorError
+from spurious.utils.validation import Interval, StrOptions
+
+
+@register_analysis
+class PredictionBias(Analysis):
+    """Prediction bias of models along heuristic splits (Mikula et al., paper 001).
+
+    Parameters
+    ----------
+    heuristics : list of str, optional
+        Heuristics to split by (default: every heuristic of the task; with supplied
+        attributes, every column of them).
+    no_spacy : bool, default=False
+        Leave out the heuristics that need spaCy when ``heuristics`` is not given.
+    metric : {"f1", "em", "accuracy"}, optional
+        Per-example score (default ``em`` for QA, as in the paper, ``accuracy`` otherwise).
+    shared_threshold : bool, default=True
+        Choose thresholds on the ``reference`` model and split every model there.
+    reference : str, optional
+        Model whose thresholds are shared (default: the first).
+    thresholds : dict of str to float, optional
+        Fixed thresholds per heuristic instead of the search.
+    natural : bool, default=True
+        Also compute the natural (human) bias from several annotations.
+    min_annotator_coverage : float, default=0.5
+    n_trials : int, default=100
+    sample_size : int, default=800
+    replace : bool, default=True
+    step : float, optional
+    random_state : int, default=0
+
+    See :func:`spurious.evaluate.prediction_bias.bias_table` for the metrics and scores.
+    """
+
+    name: ClassVar[str] = "prediction_bias"
+    kind: ClassVar[str] = "evaluation"
+    description: ClassVar[str] = (
+        "How much better a model does on one side of a heuristic split than on the other "
+        "(bootstrapped prediction bias, Think Twice paper 001 Alg. 1 and App. C)."
+    )
+    requires: ClassVar[Requirements] = Requirements(predictions=True, heuristics=True)
+    metric_docs: ClassVar[dict[str, str]] = {
+        "overall_<model>": "Mean per-example score of the model, [0, 1].",
+        "bias_<model>_<heuristic>": "Prediction bias: gap between the groups' bootstrap "
+        "intervals, [0, 1]; 0 when they overlap.",
+        "worse_group_<model>_<heuristic>": "Mean score of the worse group, [0, 1].",
+        "threshold_<heuristic>": "T: low group = h(x) <= T (shared thresholds).",
+        "n_low_<heuristic> / n_high_<heuristic>": "Group sizes at T.",
+        "natural_bias_<heuristic>": "Natural (human) bias: minimum over annotators.",
+    }
+    score_columns: ClassVar[dict[str, str]] = {
+        "id": "Example id.",
+        "attr_<heuristic>": "The heuristic's value h(x).",
+        "score_<model>": "Per-example score of the model (EM, F1 or accuracy).",
+        "score_annotator<k>": "Leave-one-out score of annotator k.",
+        "group_<heuristic>": "low / high side of the shared threshold.",
+        "prediction_bias_score": "Largest bias among the model's heuristics whose worse "
+        "group holds the example, [0, 1]; higher = the example sits where the models "
+        "lean on a shortcut.",
+        "is_prediction_bias_issue": "Whether the example sits in the worse group of a "
+        "heuristic with a positive bias for the reference model.",
+    }
+    fast_params: ClassVar[dict[str, Any]] = {"n_trials": 20, "sample_size": 20}
+    profiles: ClassVar[dict[str, dict[str, Any]]] = {"quick": {"no_spacy": True}, "full": {}}
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "heuristics": [list, tuple, None],
+        "no_spacy": ["boolean"],
+        "metric": [StrOptions({"f1", "em", "accuracy"}), None],
+        "shared_threshold": ["boolean"],
+        "reference": [str, None],
+        "thresholds": [dict, None],
+        "natural": ["boolean"],
+        "min_annotator_coverage": [Interval(Real, 0, 1, closed="both")],
+        "n_trials": [Interval(Integral, 2, None, closed="left")],
+        "sample_size": [Interval(Integral, 1, None, closed="left")],
+        "replace": ["boolean"],
+        "step": [Interval(Real, 0, None, closed="neither"), None],
+        "random_state": [Interval(Integral, 0, None, closed="left"), None],
+    }
+
+    def __init__(
+        self,
+        heuristics: list[str] | None = None,
+        no_spacy: bool = False,
+        metric: str | None = None,
+        shared_threshold: bool = True,
+        reference: str | None = None,
+        thresholds: dict[str, float] | None = None,
+        natural: bool = True,
+        min_annotator_coverage: float = 0.5,
+        n_trials: int = 100,
+        sample_size: int = 800,
+        replace: bool = True,
+        step: float | None = None,
+        random_state: int | None = 0,
+    ) -> None:
+        self.heuristics = heuristics
+        self.no_spacy = no_spacy
+        self.metric = metric
+        self.shared_threshold = shared_threshold
+        self.reference = reference
+        self.thresholds = thresholds
+        self.natural = natural
+        self.min_annotator_coverage = min_annotator_coverage
+        self.n_trials = n_trials
+        self.sample_size = sample_size
+        self.replace = replace
+        self.step = step
+        self.random_state = random_state
+
+    def heuristic_names(self, ctx: RunContext) -> list[str]:
+        """The heuristics this run splits by (see the ``heuristics`` parameter)."""
+        if self.heuristics:
+            return list(self.heuristics)
+        if ctx.attributes is not None:
+            return [c for c in ctx.attributes.columns if c != "id"]
+        from spurious.heuristics import HEURISTICS, list_heuristics
+
+        fitted = ctx.heuristics_train is not None or ctx.eval is not None
+        names = [
+            n
+            for n in list_heuristics(ctx.target.task.name)
+            if not (self.no_spacy and HEURISTICS[n].requires_spacy)
+            and (fitted or not HEURISTICS[n].needs_train)
+        ]
+        if not names:
+            raise DetectorError(f"No heuristic is available for task {ctx.target.task.name!r}.")
+        return names
+
+    def _run(self, ctx: RunContext) -> AnalysisOutput:
+        from spurious.evaluate.prediction_bias import bias_table
+
+        names = self.heuristic_names(ctx)
+        attributes = ctx.heuristics(names)
+        res = bias_table(
+            ctx.target,
+            ctx.predictions,
+            attributes,
+            heuristics=names,
+            metric=self.metric,
+            shared_threshold=self.shared_threshold,
+            reference=self.reference,
+            thresholds=self.thresholds,
+            natural=self.natural,
+            min_annotator_coverage=self.min_annotator_coverage,
+            n_trials=self.n_trials,
+            sample_size=self.sample_size,
+            step=self.step,
+            replace=self.replace,
+            random_state=self.random_state,
+        )
+        biases = [v for k, v in res.metrics.items() if k.startswith("bias_")]
+        if not any(math.isfinite(v) for v in biases):
+            raise DetectorError(
+                f"No heuristic split {len(ctx.target)} examples into two groups of at least "
+                f"sample_size={self.sample_size} (heuristics: {names}); every bias is undefined. "
+                "Lower sample_size or use more data."
+            )
+        scores = res.scores.copy()
+        ref = res.details.get("reference") or res.details.get("models", [None])[0]
+        score, flagged = _example_scores(scores, res.metrics, names, ref)
+        scores["prediction_bias_score"] = score
+        scores["is_prediction_bias_issue"] = flagged
+        return AnalysisOutput(
+            scores=scores, metrics=res.metrics, summary=res.summary, details=res.details
+        )
+
+    def headline(self, result: Any) -> dict[str, Any]:
+        """The largest bias of any model, against the annotators' on the same split."""
+        table = [
+            r
+            for r in result.details.get("table", [])
+            if r.get("bias") is not None and math.isfinite(r["bias"])
+        ]
+        if not table:
+            return super().headline(result)
+        top = max(table, key=lambda r: r["bias"])
+        human = result.metrics.get(f"natural_bias_{top['heuristic']}")
+        human_txt = (
+            f" (annotators {human:.3f})"
+            if human is not None and isinstance(human, float) and math.isfinite(human)
+            else ""
+        )
+        excess = top["bias"] - (human if human is not None and math.isfinite(human) else 0.0)
+        severity = severity_of(excess, low=0.005, moderate=0.03, high=0.08)
+        verdict = {
+            "none": "no model leans on these shortcuts beyond the annotators",
+            "low": "a small shortcut",
+            "moderate": "a clear shortcut",
+            "high": "a strong shortcut",
+        }.get(severity, "")
+        return {
+            "label": "prediction bias",
+            "value": top["bias"],
+            "text": f"{top['model']} on {top['heuristic']}: bias {top['bias']:.3f}{human_txt}",
+            "verdict": verdict,
+            "severity": severity,
+        }
+
+
+def _example_scores(
+    scores: Any, metrics: dict[str, float], names: list[str], ref: str | None
+) -> tuple[Any, Any]:
+    """Per example: the largest bias of ``ref`` among the heuristics whose worse group holds it.
+
+    Only shared thresholds give one split per heuristic (``group_<h>`` columns); without
+    them the score is 0 and nothing is flagged.
+    """
+    import numpy as np
+
+    n = len(scores)
+    best = np.zeros(n)
+    flagged = np.zeros(n, dtype=bool)
+    score_col = f"score_{ref}"
+    if score_col not in scores:
+        return best, flagged
+    s = scores[score_col].to_numpy(dtype=float)
+    for h in names:
+        bias = metrics.get(f"bias_{ref}_{h}", math.nan)
+        if f"group_{h}" not in scores or not bias > 0:
+            continue
+        groups = scores[f"group_{h}"].to_numpy()
+        means = {g: np.nanmean(s[groups == g]) for g in ("low", "high") if (groups == g).any()}
+        if len(means) < 2:
+            continue
+        inside = groups == min(means, key=means.get)
+        best = np.where(inside, np.maximum(best, bias), best)
+        flagged |= inside
+    return best, flagged

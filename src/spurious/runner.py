@@ -1,0 +1,628 @@
+"""One run lifecycle for every command and the Python API.
+
+::
+
+    config (plain data) -> load inputs -> RunContext -> analyses
+        -> for each: skipped (requirements unmet) | run | failed   -> DIR/<name>/
+        -> DIR/manifest.json (config, seed, versions, datasets, statuses, timings)
+        -> DIR/report.html
+
+A run's *config* is plain data (JSON or YAML)::
+
+    {"inputs": {"data": "train.jsonl", "task": "nli", "eval": "dev.jsonl",
+                "predictions": [], "attributes": null, "heuristics_train": null,
+                "annotations": null, "field_map": {}, "format": null},
+     "analyses": {"partial_input": {"features": "minilm", ...}},
+     "seed": 0}
+
+and the manifest stores it, so ``spurious run --config DIR/manifest.json`` (or
+:func:`run_config`) re-runs the same run: same inputs, same parameters, same numbers.
+Synthetic inputs are described by their generator (``{"synthetic": {"generator":
+"nli_artifacts", ...}}``) so the demo re-runs too.
+
+The run directory layout is in ``docs/run-directory.md``. An analysis whose requirements
+are not met is recorded as ``skipped`` with the reason; one that raises is recorded as
+``failed`` with the error (never silently dropped), and the others still run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from spurious._version import __version__
+from spurious.analysis import Analysis, load_analyses
+from spurious.context import RunContext
+from spurious.data.dataset import Dataset
+from spurious.exceptions import DataFormatError, ParameterError, SchemaError, SpuriousError
+from spurious.provenance import Provenance, dependency_versions, now_iso
+from spurious.results import Result
+from spurious.utils.io import atomic_write_json, read_json, to_jsonable
+
+logger = logging.getLogger(__name__)
+
+#: Keys of ``config["inputs"]`` (anything else is an error, so typos do not pass silently).
+INPUT_KEYS = (
+    "data",
+    "task",
+    "eval",
+    "format",
+    "field_map",
+    "predictions",
+    "attributes",
+    "heuristics_train",
+    "annotations",
+    "synthetic",
+)
+CONFIG_KEYS = ("inputs", "analyses", "seed", "profile")
+
+
+# ---------------------------------------------------------------------------------------
+# Results of a run
+# ---------------------------------------------------------------------------------------
+@dataclass
+class Run:
+    """What a run produced: results by analysis, the context and the run directory.
+
+    Attributes
+    ----------
+    results : dict of str to Result
+    context : RunContext
+    config : dict
+        The plain-data config that re-runs this run.
+    out : Path or None
+        The run directory (``None`` when nothing was written).
+    report : Path or None
+        ``out/report.html``.
+    timings : dict
+    """
+
+    results: dict[str, Result]
+    context: RunContext
+    config: dict[str, Any]
+    out: Path | None = None
+    report: Path | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """No analysis failed (skipped ones are fine)."""
+        return all(r.status != "failed" for r in self.results.values())
+
+    def __getitem__(self, name: str) -> Result:
+        return self.results[name]
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{k}={r.status}" for k, r in self.results.items())
+        where = f" -> {self.out}" if self.out else ""
+        return f"<Run {parts}{where}>"
+
+    def _repr_html_(self) -> str:
+        return "".join(r._repr_html_() for r in self.results.values())
+
+
+# ---------------------------------------------------------------------------------------
+# Config -> inputs and analyses
+# ---------------------------------------------------------------------------------------
+def normalise_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Check a config's keys and fill defaults; plain data in, plain data out.
+
+    Examples
+    --------
+    >>> normalise_config({"inputs": {"data": "x.jsonl", "task": "nli"},
+    ...                   "analyses": {"partial_input": {}}})["seed"]
+    0
+    """
+    if not isinstance(config, Mapping):
+        raise ParameterError(f"A run config must be a mapping; got {type(config).__name__}.")
+    if "config" in config and "inputs" not in config:  # a manifest: its config inside
+        config = config["config"]
+    unknown = sorted(set(config) - set(CONFIG_KEYS))
+    if unknown:
+        raise ParameterError(f"Unknown run config key(s) {unknown}; expected {list(CONFIG_KEYS)}.")
+    inputs = dict(config.get("inputs") or {})
+    bad = sorted(set(inputs) - set(INPUT_KEYS))
+    if bad:
+        raise ParameterError(f"Unknown input key(s) {bad}; expected {list(INPUT_KEYS)}.")
+    if not inputs.get("data") and not inputs.get("synthetic"):
+        raise ParameterError("A run config needs inputs.data (a file) or inputs.synthetic.")
+    if inputs.get("data") and not inputs.get("task"):
+        raise ParameterError("A run config needs inputs.task with inputs.data.")
+    inputs.setdefault("field_map", {})
+    inputs.setdefault("predictions", [])
+    analyses = config.get("analyses")
+    if not isinstance(analyses, Mapping) or not analyses:
+        raise ParameterError(
+            "A run config needs 'analyses': {name: {parameter: value}} with at least one "
+            f"analysis; known: {load_analyses().names()}."
+        )
+    return {
+        "inputs": inputs,
+        "analyses": {str(k): dict(v or {}) for k, v in analyses.items()},
+        "seed": int(config.get("seed", 0) or 0),
+        "profile": config.get("profile"),
+    }
+
+
+def read_config(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a run config (JSON or YAML), or the config inside a run's ``manifest.json``."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "manifest.json"
+    if not path.is_file():
+        raise ParameterError(f"--config {str(path)!r}: no such file.")
+    try:
+        if path.suffix.lower() in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        else:
+            data = read_json(path)
+    except Exception as e:  # JSON or YAML syntax: one readable line
+        raise DataFormatError(f"--config {str(path)!r} is not valid JSON/YAML: {e}") from None
+    return normalise_config(data)
+
+
+def build_analyses(spec: Mapping[str, Mapping[str, Any]]) -> list[Analysis]:
+    """Analysis instances from ``{name: params}``; parameters are validated here.
+
+    Examples
+    --------
+    >>> [a.name for a in build_analyses({"partial_input": {"features": "bow"}})]
+    ['partial_input']
+    """
+    registry = load_analyses()
+    out = []
+    for name, params in spec.items():
+        cls = registry.get(name)
+        analysis = cls.from_config(dict(params))
+        analysis.validate_params()
+        out.append(analysis)
+    return out
+
+
+def load_inputs(inputs: Mapping[str, Any], *, progress: bool | None = None) -> RunContext:
+    """Load the datasets, predictions and attributes a config names into a RunContext."""
+    from spurious.data import load_dataset
+
+    fmap = dict(inputs.get("field_map") or {})
+    fmt = inputs.get("format")
+    if inputs.get("synthetic"):
+        train, ev = _synthetic(inputs["synthetic"])
+        task = train.task.name
+    else:
+        task = inputs["task"]
+        for key in ("data", "eval"):
+            if str(inputs.get(key) or "").startswith("<in-memory"):
+                raise ParameterError(
+                    f"inputs.{key} was an in-memory dataset ({inputs[key]}); a config can only "
+                    f"re-load files. Set inputs.{key} to the data's path."
+                )
+        train = load_dataset(inputs["data"], task, field_map=fmap, format=fmt)
+        ev = None
+        if inputs.get("eval"):
+            ev = load_dataset(
+                inputs["eval"], task, field_map=fmap, format=fmt, label_names=train.label_names
+            )
+    h_train = None
+    if inputs.get("heuristics_train"):
+        h_train = load_dataset(
+            inputs["heuristics_train"],
+            task,
+            field_map=fmap,
+            label_names=train.label_names or None,
+        )
+    if inputs.get("annotations"):
+        target = attach_annotations(ev if ev is not None else train, inputs["annotations"])
+        if ev is not None:
+            ev = target
+        else:
+            train = target
+    target = ev if ev is not None else train
+    preds = []
+    if inputs.get("predictions"):
+        from spurious.data.predictions import load_predictions
+
+        preds = [load_predictions(p, target) for p in inputs["predictions"]]
+    attributes = read_attributes(inputs["attributes"]) if inputs.get("attributes") else None
+    return RunContext(
+        train,
+        ev,
+        predictions=preds,
+        attributes=attributes,
+        heuristics_train=h_train,
+        progress=progress,
+    )
+
+
+def _synthetic(spec: Mapping[str, Any]) -> tuple[Dataset, Dataset | None]:
+    from spurious.data.synthetic import make_nli_artifacts
+
+    spec = dict(spec)
+    generator = spec.pop("generator", "nli_artifacts")
+    if generator != "nli_artifacts":
+        raise ParameterError(
+            f"Unknown synthetic generator {generator!r}; known: ['nli_artifacts']."
+        )
+    split = spec.pop("eval_fraction", None)
+    seed = spec.get("random_state", 0)
+    synth = make_nli_artifacts(**spec)
+    planted = int(synth.has_artifact.sum())
+    if split is None:
+        synth.dataset.frame.attrs["synthetic_n_planted"] = planted
+        return synth.dataset, None
+    train, test = synth.dataset.split(split, random_state=seed)
+    train.name, test.name = "synthetic-nli[train]", "synthetic-nli[test]"
+    train.frame.attrs["synthetic_n_planted"] = planted
+    return train, test
+
+
+def read_attributes(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Precomputed heuristic values: ``id`` + one numeric column per heuristic."""
+    from spurious.data.readers import READERS, infer_format
+
+    path = Path(path)
+    fmt = infer_format(path)
+    if fmt == "squad":
+        raise ParameterError(f"--attributes {str(path)!r}: a SQuAD file holds no heuristic values.")
+    frame, _ = READERS[fmt](path)
+    if "id" not in frame.columns:
+        raise SchemaError(f"--attributes {str(path)!r} needs an 'id' column.")
+    frame = frame.copy()
+    for col in frame.columns:
+        if col != "id":
+            frame[col] = pd.to_numeric(frame[col], errors="coerce")
+    return frame
+
+
+def attach_annotations(ds: Dataset, path: str | os.PathLike[str]) -> Dataset:
+    """``ds`` with ``annotator_labels`` read from a file of ``id`` + ``annotator_labels``."""
+    from spurious.data.readers import READERS, infer_format
+
+    path = Path(path)
+    frame, _ = READERS[infer_format(path)](path)
+    if not {"id", "annotator_labels"} <= set(frame.columns):
+        raise SchemaError(
+            f"--annotations {str(path)!r} needs columns 'id' and 'annotator_labels' (a list of "
+            f"labels per example); got {list(frame.columns)}."
+        )
+    by_id = dict(zip(frame["id"].map(str), frame["annotator_labels"], strict=True))
+    missing = [i for i in ds.ids if i not in by_id]
+    if missing:
+        raise SchemaError(
+            f"--annotations {str(path)!r} lacks {len(missing)} of the {len(ds)} ids of "
+            f"{ds.name!r} (e.g. {missing[:3]})."
+        )
+    merged = ds.frame.copy()
+    merged["annotator_labels"] = [by_id[i] for i in ds.ids]
+    return Dataset.from_frame(merged, ds.task.name, label_names=ds.label_names, name=ds.name)
+
+
+# ---------------------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------------------
+def run_analyses(
+    analyses: Sequence[Analysis],
+    context: RunContext,
+    *,
+    out: str | Path | None = None,
+    on_result: Callable[[Result], None] | None = None,
+) -> dict[str, Result]:
+    """Run analyses on one context; unmet requirements -> ``skipped``, errors -> ``failed``.
+
+    Programming errors (anything that is not a :class:`SpuriousError`) are recorded the
+    same way, with the traceback logged, so one broken analysis does not lose the
+    others' results. Each result is saved under ``out/<name>/`` as soon as it exists.
+    """
+    results: dict[str, Result] = {}
+    for analysis in analyses:
+        start = time.perf_counter()
+        unmet = analysis.unmet(context)
+        if unmet:
+            res = _placeholder(analysis, context, "skipped", "; ".join(unmet), start)
+        else:
+            try:
+                res = analysis.run(context=context)
+            except Exception as e:  # recorded, not swallowed: the result says "failed"
+                if not isinstance(e, SpuriousError):
+                    logger.error("analysis %s crashed:\n%s", analysis.name, traceback.format_exc())
+                res = _placeholder(analysis, context, "failed", f"{type(e).__name__}: {e}", start)
+        results[analysis.name] = res
+        if out is not None:
+            res.save(Path(out) / analysis.name)
+        if on_result is not None:
+            on_result(res)
+    return results
+
+
+def _placeholder(
+    analysis: Analysis, ctx: RunContext, status: str, why: str, start: float
+) -> Result:
+    verb = "skipped" if status == "skipped" else "failed"
+    return Result(
+        detector=analysis.name,
+        scores=pd.DataFrame({"id": pd.Series([], dtype=str)}),
+        metrics={},
+        params=to_jsonable(analysis.params_for_json()),
+        provenance=Provenance(
+            seed=getattr(analysis, "random_state", None),
+            fingerprints=ctx.fingerprints(),
+            timings={"total_s": round(time.perf_counter() - start, 4)},
+        ),
+        summary=f"{verb}: {why}",
+        status=status,
+        error=why,
+    )
+
+
+def dataset_entry(ds: Dataset, source: str | None = None) -> dict[str, Any]:
+    """The manifest's description of one input dataset."""
+    entry = {
+        "name": ds.name,
+        "task": ds.task.name,
+        "n": len(ds),
+        "fingerprint": ds.fingerprint,
+        "label_names": list(ds.label_names),
+        "n_dropped_no_gold": int(ds.frame.attrs.get("n_dropped_no_gold", 0)),
+    }
+    if source is not None:
+        entry["source"] = source
+    return entry
+
+
+def write_manifest(
+    out: str | Path,
+    *,
+    command: Sequence[str] | str,
+    config: dict[str, Any],
+    seed: int | None,
+    datasets: dict[str, dict[str, Any]],
+    results: Mapping[str, Result],
+    timings: dict[str, float],
+) -> Path:
+    """Write ``out/manifest.json`` atomically."""
+    manifest = {
+        "command": command if isinstance(command, str) else " ".join(map(str, command)),
+        "created": now_iso(),
+        "library_version": __version__,
+        "seed": seed,
+        "versions": dependency_versions(),
+        "datasets": datasets,
+        "detectors": list(results),
+        "statuses": {k: r.status for k, r in results.items()},
+        "skipped": {k: r.error for k, r in results.items() if r.status == "skipped"},
+        "config": to_jsonable(config),
+        "timings": {k: round(v, 4) for k, v in timings.items()},
+    }
+    return atomic_write_json(Path(out) / "manifest.json", manifest)
+
+
+def execute(
+    config: Mapping[str, Any],
+    *,
+    out: str | Path | None = None,
+    command: Sequence[str] | str = "spurious (python)",
+    progress: bool | None = None,
+    report: bool = True,
+    context: RunContext | None = None,
+    on_result: Callable[[Result], None] | None = None,
+    before_run: Callable[[RunContext, list[Analysis]], None] | None = None,
+) -> Run:
+    """Run a config end to end: inputs, analyses, results, manifest, report.
+
+    Everything that can be checked cheaply (the config, every parameter, the inputs) is
+    checked before the run directory is created, so bad input writes nothing.
+
+    Parameters
+    ----------
+    config : mapping
+        See the module docstring; :func:`normalise_config` checks it.
+    out : path, optional
+        Run directory; ``None`` keeps the results in memory only.
+    command : str or list of str
+        Recorded in the manifest.
+    progress : bool, optional
+        Progress bars (default: when a person watches).
+    report : bool, default=True
+        Render ``out/report.html``.
+    context : RunContext, optional
+        Use these inputs instead of loading ``config["inputs"]`` (the API passes
+        in-memory datasets this way).
+    on_result : callable, optional
+        Called with each result as soon as it exists (the CLI prints a line).
+    before_run : callable, optional
+        Called with the context and analyses after validation, before any work.
+    """
+    t0 = time.perf_counter()
+    config = normalise_config(config)
+    analyses = build_analyses(config["analyses"])
+    ctx = context if context is not None else load_inputs(config["inputs"], progress=progress)
+    if progress is not None:
+        ctx.progress = progress
+    timings = {"load_s": time.perf_counter() - t0}
+    if before_run is not None:
+        before_run(ctx, analyses)
+    t1 = time.perf_counter()
+    results = run_analyses(analyses, ctx, out=out, on_result=on_result)
+    timings["analyses_s"] = time.perf_counter() - t1
+    timings.update({f"{n}_s": r.provenance.timings.get("total_s", 0.0) for n, r in results.items()})
+    timings.update({f"artifact:{k}_s": v for k, v in ctx.timings.items()})
+    timings["total_s"] = time.perf_counter() - t0
+    run = Run(results=results, context=ctx, config=config, out=None, timings=timings)
+    if out is not None:
+        out = Path(out)
+        inputs = config["inputs"]
+        datasets = {"train": dataset_entry(ctx.train, _source(inputs.get("data")))}
+        if ctx.eval is not None:
+            datasets["eval"] = dataset_entry(ctx.eval, _source(inputs.get("eval")))
+        write_manifest(
+            out,
+            command=command,
+            config=config,
+            seed=config["seed"],
+            datasets=datasets,
+            results=results,
+            timings=timings,
+        )
+        run.out = out
+        if report:
+            from spurious.report import render_report
+
+            run.report = render_report(out)
+    return run
+
+
+def _source(value: Any) -> str | None:
+    return None if value is None else os.fspath(value)
+
+
+def run_config(
+    config: Mapping[str, Any] | str | os.PathLike[str],
+    *,
+    out: str | Path | None = None,
+    progress: bool | None = None,
+) -> Run:
+    """Re-run a config (a mapping, a JSON/YAML file, or a run directory's manifest)."""
+    if not isinstance(config, Mapping):
+        config = read_config(config)
+    return execute(config, out=out, progress=progress, command="spurious run --config")
+
+
+def run(
+    data: str | os.PathLike[str] | Dataset | None = None,
+    task: str | None = None,
+    *,
+    eval: str | os.PathLike[str] | Dataset | None = None,
+    analyses: Sequence[str] | Mapping[str, Mapping[str, Any]] | None = None,
+    predictions: Sequence[str | os.PathLike[str]] = (),
+    attributes: str | os.PathLike[str] | None = None,
+    heuristics_train: str | os.PathLike[str] | None = None,
+    annotations: str | os.PathLike[str] | None = None,
+    field_map: Mapping[str, str] | None = None,
+    format: str | None = None,
+    profile: str = "full",
+    seed: int = 0,
+    out: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
+) -> Run:
+    """Run analyses on a dataset: the Python form of ``spurious audit`` / ``spurious run``.
+
+    Parameters
+    ----------
+    data : path or Dataset
+        The data (a file in any supported format, or a loaded :class:`Dataset`).
+    task : {"nli", "pair", "text", "qa"}
+        Needed with a path.
+    eval : path or Dataset, optional
+        A held-out evaluation split.
+    analyses : list of names, or {name: params}, optional
+        Default: every registered analysis that ``spurious audit`` would pick.
+    predictions, attributes, heuristics_train, annotations, field_map, format
+        As on the command line.
+    profile : {"full", "quick"}
+        Parameter profile of the analyses (see each analysis' ``profiles``).
+    seed : int
+        ``random_state`` of every analysis that has one.
+    out : path, optional
+        Write a run directory (results, manifest, report).
+    progress : bool, optional
+        Progress bars (default: when a person watches).
+
+    Returns
+    -------
+    Run
+
+    Examples
+    --------
+    >>> from spurious.data.synthetic import make_nli_artifacts
+    >>> train, test = make_nli_artifacts(n=400, random_state=0).dataset.split(0.3)
+    >>> r = run(train, eval=test, analyses={"partial_input": {"features": "bow",
+    ...         "n_resamples": 50}}, progress=False)
+    >>> r["partial_input"].metrics["delta_maj_hypothesis_only"] > 0.05
+    True
+    """
+    in_memory = isinstance(data, Dataset)
+    if in_memory:
+        ctx = RunContext(data, eval if isinstance(eval, Dataset) else None, progress=progress)
+        inputs: dict[str, Any] = {"data": f"<in-memory {data.name}>", "task": data.task.name}
+        if isinstance(eval, Dataset):
+            inputs["eval"] = f"<in-memory {eval.name}>"
+    else:
+        if data is None or task is None:
+            raise ParameterError(
+                "run() needs 'data' (a path or a Dataset) and, for a path, 'task'."
+            )
+        ctx = None
+        inputs = {
+            "data": os.fspath(data),
+            "task": task,
+            "eval": None if eval is None else os.fspath(eval),
+            "format": format,
+            "field_map": dict(field_map or {}),
+            "predictions": [os.fspath(p) for p in predictions],
+            "attributes": None if attributes is None else os.fspath(attributes),
+            "heuristics_train": None if heuristics_train is None else os.fspath(heuristics_train),
+            "annotations": None if annotations is None else os.fspath(annotations),
+        }
+    spec = audit_plan(profile=profile, seed=seed) if analyses is None else analyses
+    if not isinstance(spec, Mapping):
+        spec = {name: {} for name in spec}
+    spec = {n: {**_seeded(n, seed, p)} for n, p in spec.items()}
+    config = {"inputs": inputs, "analyses": spec, "seed": seed, "profile": profile}
+    # An in-memory dataset cannot be re-loaded from the config; it is recorded by name.
+    return execute(config, out=out, progress=progress, context=ctx)
+
+
+def _seeded(name: str, seed: int, params: Mapping[str, Any]) -> dict[str, Any]:
+    cls = load_analyses().get(name)
+    out = dict(params)
+    if "random_state" in cls().get_params(deep=False):
+        out.setdefault("random_state", seed)
+    return out
+
+
+def audit_plan(
+    *,
+    profile: str = "full",
+    seed: int = 0,
+    only: Sequence[str] = (),
+    skip: Sequence[str] = (),
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    shared: Mapping[str, Any] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """``{name: params}`` of every analysis ``spurious audit`` runs, in registry order.
+
+    Every registered analysis with ``in_audit`` is planned; whether its requirements are
+    met is decided at run time (unmet -> skipped with the reason). ``shared`` parameters
+    (e.g. ``{"features": "minilm"}``) go to every analysis that has that parameter, so
+    analyses share one representation; ``overrides`` (``{name: {param: value}}``) win
+    over the profile and ``shared``.
+    """
+    registry = load_analyses()
+    for name in [*only, *skip, *(overrides or {})]:
+        registry.get(name)  # unknown names fail early, listing the known ones
+    plan: dict[str, dict[str, Any]] = {}
+    for name, cls in registry.items():
+        if (only and name not in only) or name in skip or not (cls.in_audit or name in only):
+            continue
+        own = cls().get_params(deep=False)
+        params = dict(cls.profiles.get(profile, {}))
+        params.update({k: v for k, v in (shared or {}).items() if k in own})
+        if "random_state" in own:
+            params["random_state"] = seed
+        params.update((overrides or {}).get(name, {}))
+        plan[name] = params
+    if not plan:
+        raise ParameterError(
+            f"No analysis left to run (only={list(only)}, skip={list(skip)}); known: "
+            f"{registry.names()}."
+        )
+    return plan
