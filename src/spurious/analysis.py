@@ -279,6 +279,7 @@ class Analysis(BaseEstimator):
         unmet = self.unmet(context)
         if unmet:
             raise DetectorError(f"Analysis {self.name!r} cannot run: {'; '.join(unmet)}.")
+        self.check(context)
         start = time.perf_counter()
         out = self._run(context)
         elapsed = time.perf_counter() - start
@@ -294,6 +295,14 @@ class Analysis(BaseEstimator):
         result.headline = to_jsonable(self.headline(result))
         logger.info("%s finished in %.2fs: %s", self.name, elapsed, out.summary)
         return result
+
+    def check(self, context: RunContext) -> None:
+        """Raise on parameters that do not fit these inputs, before any work is done.
+
+        Cheap checks only (a view exists for the task, a size fits the data); the run
+        lifecycle calls it for every analysis before it creates the run directory, so
+        bad input writes nothing. The default checks nothing.
+        """
 
     def requirements(self) -> Requirements:
         """What this instance needs; may depend on parameters (e.g. a mode)."""
@@ -452,3 +461,48 @@ def severity_of(effect: float | None, *, low: float, moderate: float, high: floa
     if effect >= low:
         return "low"
     return "none"
+
+
+@dataclass(frozen=True)
+class VerdictScale:
+    """How an analysis turns its headline effect into a severity and a verdict in words.
+
+    The thresholds are stated once, on the analysis class (``verdict_scale``), so the
+    report, the terminal and the docs agree on them.
+
+    Examples
+    --------
+    >>> scale = VerdictScale(0.01, 0.05, 0.1, {"none": "clean", "high": "strong"})
+    >>> scale.headline("leakage", 0.2, "0.20 above chance")["verdict"]
+    'strong'
+    """
+
+    low: float
+    moderate: float
+    high: float
+    verdicts: dict[str, str] = field(default_factory=dict)
+
+    def headline(
+        self,
+        label: str,
+        value: float | None,
+        text: str,
+        *,
+        effect: float | None = None,
+        severity: str | None = None,
+    ) -> dict[str, Any]:
+        """The headline dict; ``effect`` (default ``value``) decides the severity."""
+        if severity is None:
+            severity = severity_of(
+                value if effect is None else effect,
+                low=self.low,
+                moderate=self.moderate,
+                high=self.high,
+            )
+        return {
+            "label": label,
+            "value": value,
+            "text": text,
+            "verdict": self.verdicts.get(severity, ""),
+            "severity": severity,
+        }

@@ -405,6 +405,111 @@ def write_manifest(
     return atomic_write_json(Path(out) / "manifest.json", manifest)
 
 
+#: Files a run writes at the top of its directory (besides one folder per analysis).
+RUN_FILES = ("manifest.json", "report.html")
+#: Temp files of interrupted atomic writes older than this are removed by the next run.
+STALE_TMP_SECONDS = 60.0
+
+
+def prepare_out(out: str | Path, config: Mapping[str, Any], *, force: bool = False) -> Path:
+    """Make ``out`` ready for a run of ``config``; refuse to mix runs or lose files.
+
+    - ``out`` must be a directory or not exist, and be writable;
+    - an existing, non-empty ``out`` is accepted when it holds the *same* run (same config
+      in its manifest: a re-run or resume), or with ``force``; anything else is refused;
+    - with ``force``, the previous run's files (manifest, report, analysis folders) are
+      removed first, so one report never shows two runs; other files are left alone;
+    - temp files of interrupted writes are removed.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp()) / "run"
+    >>> prepare_out(d, {"analyses": {}}).is_dir()
+    True
+    """
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ParameterError(f"--out {str(out)!r} exists and is not a directory.")
+    if out.is_dir() and any(out.iterdir()):
+        previous = _previous_config(out)
+        same = previous is not None and previous == to_jsonable(dict(config))
+        if not same and not force:
+            what = "a different run" if previous is not None else "other files"
+            raise ParameterError(
+                f"--out {str(out)!r} already holds {what}; results of two runs are never "
+                "mixed. Choose a new directory, or pass --force to replace that run's files."
+            )
+        if not same:
+            _remove_run_files(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".write-test-{os.getpid()}.tmp"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise ParameterError(f"--out {str(out)!r} is not writable: {e.strerror or e}.") from None
+    _remove_stale_temp_files(out)
+    return out
+
+
+def _previous_config(out: Path) -> Any:
+    try:
+        return read_json(out / "manifest.json").get("config")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _remove_run_files(out: Path) -> None:
+    import shutil
+
+    for name in RUN_FILES:
+        (out / name).unlink(missing_ok=True)
+    for folder in out.iterdir():
+        if folder.is_dir() and (folder / "result.json").exists():
+            shutil.rmtree(folder)
+
+
+def _remove_stale_temp_files(out: Path) -> None:
+    now = time.time()
+    for tmp in [*out.glob(".*.tmp"), *out.glob("*/.*.tmp")]:
+        try:
+            if now - tmp.stat().st_mtime >= STALE_TMP_SECONDS:
+                tmp.unlink()
+        except OSError:  # removed meanwhile, or not ours to remove
+            continue
+
+
+def check_run_dir(run_dir: str | Path) -> list[str]:
+    """Problems that would make ``run_dir``'s report wrong (empty list: none).
+
+    A directory without a manifest and without any ``<analysis>/result.json`` is not a
+    run; an unreadable manifest or result is a problem to fix, not to paper over.
+    """
+    run_dir = Path(run_dir)
+    folders = [p for p in sorted(run_dir.iterdir()) if (p / "result.json").exists()]
+    if not (run_dir / "manifest.json").exists() and not folders:
+        return [
+            f"{str(run_dir)!r} is not a run directory (no manifest.json and no "
+            "<analysis>/result.json)."
+        ]
+    problems = []
+    expected: dict[str, str] = {}
+    if (run_dir / "manifest.json").exists():
+        try:
+            manifest = read_json(run_dir / "manifest.json")
+            datasets = manifest.get("datasets") or {}
+            expected = {k: v["fingerprint"] for k, v in datasets.items() if "fingerprint" in v}
+        except (OSError, ValueError, AttributeError, TypeError, KeyError) as e:
+            problems.append(f"manifest.json cannot be read: {e}")
+    for folder in folders:
+        try:
+            Result.load(folder, expected_fingerprints=expected)
+        except (SpuriousError, OSError, ValueError) as e:
+            problems.append(f"{folder.name}: {e}")
+    return problems
+
+
 def execute(
     config: Mapping[str, Any],
     *,
@@ -415,6 +520,7 @@ def execute(
     context: RunContext | None = None,
     on_result: Callable[[Result], None] | None = None,
     before_run: Callable[[RunContext, list[Analysis]], None] | None = None,
+    force: bool = False,
 ) -> Run:
     """Run a config end to end: inputs, analyses, results, manifest, report.
 
@@ -440,6 +546,8 @@ def execute(
         Called with each result as soon as it exists (the CLI prints a line).
     before_run : callable, optional
         Called with the context and analyses after validation, before any work.
+    force : bool, default=False
+        Replace a different run already in ``out`` (see :func:`prepare_out`).
     """
     t0 = time.perf_counter()
     config = normalise_config(config)
@@ -447,6 +555,11 @@ def execute(
     ctx = context if context is not None else load_inputs(config["inputs"], progress=progress)
     if progress is not None:
         ctx.progress = progress
+    for analysis in analyses:
+        if not analysis.unmet(ctx):
+            analysis.check(ctx)  # parameters that cannot fit these inputs fail here
+    if out is not None:
+        out = prepare_out(out, config, force=force)
     timings = {"load_s": time.perf_counter() - t0}
     if before_run is not None:
         before_run(ctx, analyses)
@@ -489,11 +602,12 @@ def run_config(
     *,
     out: str | Path | None = None,
     progress: bool | None = None,
+    force: bool = False,
 ) -> Run:
     """Re-run a config (a mapping, a JSON/YAML file, or a run directory's manifest)."""
     if not isinstance(config, Mapping):
         config = read_config(config)
-    return execute(config, out=out, progress=progress, command="spurious run --config")
+    return execute(config, out=out, progress=progress, command="spurious run --config", force=force)
 
 
 def run(
@@ -512,6 +626,7 @@ def run(
     seed: int = 0,
     out: str | os.PathLike[str] | None = None,
     progress: bool | None = None,
+    force: bool = False,
 ) -> Run:
     """Run analyses on a dataset: the Python form of ``spurious audit`` / ``spurious run``.
 
@@ -535,6 +650,8 @@ def run(
         Write a run directory (results, manifest, report).
     progress : bool, optional
         Progress bars (default: when a person watches).
+    force : bool, default=False
+        Replace a different run already in ``out``.
 
     Returns
     -------
@@ -578,7 +695,7 @@ def run(
     spec = {n: {**_seeded(n, seed, p)} for n, p in spec.items()}
     config = {"inputs": inputs, "analyses": spec, "seed": seed, "profile": profile}
     # An in-memory dataset cannot be re-loaded from the config; it is recorded by name.
-    return execute(config, out=out, progress=progress, context=ctx)
+    return execute(config, out=out, progress=progress, context=ctx, force=force)
 
 
 def _seeded(name: str, seed: int, params: Mapping[str, Any]) -> dict[str, Any]:

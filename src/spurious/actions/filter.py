@@ -46,7 +46,7 @@ from spurious.utils.io import atomic_write, atomic_write_text
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FILTER_FORMATS", "filter_dataset", "filter_source", "write_filtered"]
+__all__ = ["FILTER_FORMATS", "filter_dataset", "filter_source", "output_format", "write_filtered"]
 
 #: Output formats of :func:`write_filtered` ("json": a JSON array of records, or SQuAD's
 #: nested JSON when the input was one).
@@ -562,3 +562,17 @@ def _tsv_text(frame: pd.DataFrame) -> str:
             )
         lines.append("\t".join(cells))
     return "\n".join(lines) + "\n"
+
+
+def output_format(path: str | Path, fmt: str | None = None) -> str:
+    """The format :func:`write_filtered` writes ``path`` in (``fmt``, else its suffix).
+
+    Raises the same error as :func:`write_filtered` for an unknown suffix, so callers
+    can check an output location before any work.
+
+    Examples
+    --------
+    >>> output_format("kept.tsv")
+    'tsv'
+    """
+    return _infer_format(Path(path), fmt)

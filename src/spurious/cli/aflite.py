@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from spurious.cli import output
-from spurious.cli.options import (
-    data_argument,
-    default_out,
-    eval_option,
-    file_opt,
-    input_options,
-    opt,
-    out_option,
-    parse_field_map,
-    seed_option,
-    task_option,
-)
+from spurious.cli import options, output
 
 SELECTION_CHOICE = click.Choice(["greedy_slice", "greedy_one", "gumbel_slice"])
 FILTERED_FORMATS = click.Choice(["jsonl", "csv", "tsv", "parquet", "hf"])
@@ -54,83 +41,93 @@ SIZE = _SizeType()
 
 
 @click.command("aflite")
-@data_argument()
-@task_option()
-@eval_option(
+@options.data_argument()
+@options.task_option()
+@options.eval_option(
     "Evaluation split to filter (paper 004; mode 'eval'): classifiers train on DATA only and "
     "every round removes all evaluation examples with p >= tau. Scores are then per "
     "evaluation example."
 )
-@opt(
+@options.opt(
     "--features",
     "Representation Phi(X): minilm (offline all-MiniLM-L6-v2) | tfidf | bow | a local "
     "Hugging Face model directory.",
     default="minilm",
 )
-@file_opt(
+@options.file_opt(
     "--features-npy",
     "Use your own features: a .npy matrix with one row per example (overrides --features). "
     "With --eval, one matrix covering both splits plus --ids.",
 )
-@file_opt(
+@options.file_opt(
     "--ids", "Text file with the id of each --features-npy row, one per line.", dest="ids_path"
 )
-@opt("--view", "Part of the input the features see: full, hypothesis_only, ...", default="full")
-@opt("--partitions", "m: classifiers (random partitions) per round.", type=int, default=64)
-@opt("--train-size", "t: examples per classifier; an int or a fraction.", type=SIZE, default="0.1")
-@opt("--slice-size", "k: most removed per round; an int or a fraction.", type=SIZE, default="0.02")
-@opt(
+@options.opt(
+    "--view", "Part of the input the features see: full, hypothesis_only, ...", default="full"
+)
+@options.opt("--partitions", "m: classifiers (random partitions) per round.", type=int, default=64)
+@options.opt(
+    "--train-size", "t: examples per classifier; an int or a fraction.", type=SIZE, default="0.1"
+)
+@options.opt(
+    "--slice-size", "k: most removed per round; an int or a fraction.", type=SIZE, default="0.02"
+)
+@options.opt(
     "--tau",
     "Only examples with predictability p >= tau are removed; filtering stops when fewer "
     "than k reach it.",
     type=float,
     default=0.75,
 )
-@opt("--target-size", "n: stop when at most n examples remain (default: tau decides).", type=SIZE)
-@opt(
+@options.opt(
+    "--target-size", "n: stop when at most n examples remain (default: tau decides).", type=SIZE
+)
+@options.opt(
     "--selection",
     "greedy_slice (AFLite), greedy_one (one example per round), gumbel_slice (sample k "
     "with probability proportional to p).",
     type=SELECTION_CHOICE,
     default="greedy_slice",
 )
-@opt(
+@options.opt(
     "--group-by",
     "Keep rows sharing this key on one side of every partition: auto (the group column, "
     "or the NLI premise), none, or a column name.",
     default="auto",
 )
-@opt(
+@options.opt(
     "--model",
     "Model family: logistic (batched) | sklearn-logistic | linear-svm | rbf-svm | mlp.",
     default="logistic",
 )
-@opt(
+@options.opt(
     "--executor",
     "Where the partition fits run; ray needs pip install 'spurious[ray]'.",
     type=click.Choice(["local", "ray"]),
     default="local",
 )
-@opt("--ray-address", "Ray cluster address (with --executor ray).")
-@opt("--chunk-size", "Partitions per executor task (no effect on results).", type=int)
-@opt("--max-rounds", "Stop after this many rounds in total.", type=int)
-@opt(
+@options.opt("--ray-address", "Ray cluster address (with --executor ray).")
+@options.opt("--chunk-size", "Partitions per executor task (no effect on results).", type=int)
+@options.opt("--max-rounds", "Stop after this many rounds in total.", type=int)
+@options.opt(
     "--checkpoint-dir",
     "Save the state after every round and resume from it when rerun with the same "
     "parameters and data.",
     type=click.Path(file_okay=False, path_type=Path),
 )
-@opt("--restart", "Discard a checkpoint of a different run in --checkpoint-dir.", is_flag=True)
-@input_options
-@seed_option()
-@out_option("aflite")
-@opt(
+@options.opt(
+    "--restart", "Discard a checkpoint of a different run in --checkpoint-dir.", is_flag=True
+)
+@options.input_options
+@options.seed_option()
+@options.out_option("aflite")
+@options.opt(
     "--write-filtered",
     "Also write the kept examples (of the evaluation split with --eval) to this file, in "
     "the format its suffix names.",
     type=click.Path(path_type=Path),
 )
-@opt(
+@options.opt(
     "--filtered-format",
     "Format of --write-filtered if the suffix does not say; hf = Hugging Face dataset folder.",
     type=FILTERED_FORMATS,
@@ -161,6 +158,7 @@ def aflite(
     fmt: str | None,
     seed: int,
     out: Path | None,
+    force: bool,
     write_filtered: Path | None,
     filtered_format: str | None,
 ) -> None:
@@ -175,9 +173,8 @@ def aflite(
     import os
 
     from spurious.actions import write_filtered as write_filtered_fn
-    from spurious.runner import execute
 
-    fmap = parse_field_map(field_map)
+    fmap = options.parse_field_map(field_map)
     if features_npy is not None and eval_path is not None and ids_path is None:
         raise click.UsageError(
             "--features-npy with --eval needs --ids: one matrix covers both splits and rows are "
@@ -185,6 +182,14 @@ def aflite(
         )
     if ids_path is not None and features_npy is None:
         raise click.UsageError("--ids only applies to --features-npy.")
+    if write_filtered is not None:
+        # Checked before the run: a bad location must not cost the computed results.
+        from spurious.actions.filter import output_format
+        from spurious.utils.io import check_output_file
+
+        inputs = (data, eval_path, features_npy, ids_path)
+        check_output_file(write_filtered, inputs, overwrite=force, what="--write-filtered")
+        output_format(write_filtered, filtered_format)
     feat: Any = features
     if features_npy is not None:
         feat = {
@@ -214,13 +219,7 @@ def aflite(
         "random_state": seed,
     }
     config = {
-        "inputs": {
-            "data": os.fspath(data),
-            "task": task,
-            "eval": None if eval_path is None else os.fspath(eval_path),
-            "format": fmt,
-            "field_map": fmap,
-        },
+        "inputs": options.run_inputs(data, task, fmt=fmt, field_map=fmap, eval=eval_path),
         "analyses": {"aflite": params},
         "seed": seed,
     }
@@ -232,19 +231,15 @@ def aflite(
             + f"; m={partitions}, t={train_size}, k={slice_size}, tau={tau}"
         )
 
-    run = execute(
+    run = output.execute(
         config,
-        out=out or default_out("aflite"),
-        command=["spurious", *sys.argv[1:]],
+        out,
+        "aflite",
         before_run=intro,
+        force=force,
     )
     res = run.results["aflite"]
-    output.result_line(res)
-    if res.status == "ok":
-        print_rounds(res)
-    output.summary_table(run.results)
-    output.outputs(run)
-    output.exit_status(run)
+    output.finish(run, "aflite", print_rounds)
     if write_filtered is not None:
         scored = run.context.eval if eval_path is not None else run.context.train
         path = write_filtered_fn(scored, res, write_filtered, filtered_format, field_map=fmap)

@@ -2,28 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from spurious.cli import output
-from spurious.cli.options import (
-    INPUT_FILE,
-    attributes_option,
-    data_argument,
-    default_out,
-    eval_option,
-    file_opt,
-    input_options,
-    opt,
-    out_option,
-    parse_field_map,
-    seed_option,
-    task_option,
-)
+from spurious.cli import options, output
 
 
 def parse_set(items: tuple[str, ...]) -> dict[str, dict[str, Any]]:
@@ -52,49 +36,49 @@ def parse_set(items: tuple[str, ...]) -> dict[str, dict[str, Any]]:
 
 
 @click.command()
-@data_argument()
-@click.argument("extra_predictions", nargs=-1, type=INPUT_FILE)
-@task_option()
-@eval_option(
+@options.data_argument()
+@click.argument("extra_predictions", nargs=-1, type=options.INPUT_FILE)
+@options.task_option()
+@options.eval_option(
     "Held-out evaluation split: probes train on DATA and are scored here; predictions "
     "(--predictions) are for this split."
 )
-@file_opt(
+@options.file_opt(
     "--predictions",
     "A model's predictions on the evaluation split (or on DATA without --eval): "
     "SQuAD {id: answer} JSON, or JSONL/CSV/TSV with id and prediction. Repeatable; "
     "files after the first (e.g. from a shell glob) are taken too. Enables prediction bias.",
     multiple=True,
 )
-@file_opt(
+@options.file_opt(
     "--annotations",
     "Per-example annotator labels (a file with 'id' and 'annotator_labels') for the judged split.",
 )
-@attributes_option
-@opt(
+@options.attributes_option
+@options.opt(
     "--quick",
     "The quick profile: bounded budgets for a first look (about a minute for 10k pairs on "
     "2 CPU cores); the default is the full profile.",
     is_flag=True,
 )
-@opt(
+@options.opt(
     "--features",
     "Representation shared by every analysis that uses one: minilm | tfidf | bow | a "
     "local Hugging Face model directory.",
     default="minilm",
 )
-@opt("--only", "Run only these analyses (repeatable).", multiple=True, metavar="ANALYSIS")
-@opt("--skip", "Leave out these analyses (repeatable).", multiple=True, metavar="ANALYSIS")
-@opt(
+@options.opt("--only", "Run only these analyses (repeatable).", multiple=True, metavar="ANALYSIS")
+@options.opt("--skip", "Leave out these analyses (repeatable).", multiple=True, metavar="ANALYSIS")
+@options.opt(
     "--set",
     "Set one parameter of one analysis, repeatable (e.g. --set aflite.n_partitions=32).",
     dest="overrides",
     multiple=True,
     metavar="ANALYSIS.PARAM=VALUE",
 )
-@input_options
-@seed_option()
-@out_option("audit")
+@options.input_options
+@options.seed_option()
+@options.out_option("audit")
 def audit(
     data: Path,
     extra_predictions: tuple[Path, ...],
@@ -112,6 +96,7 @@ def audit(
     fmt: str | None,
     seed: int,
     out: Path | None,
+    force: bool,
 ) -> None:
     """Audit DATA for shortcuts: every analysis the inputs allow, one report.
 
@@ -127,7 +112,7 @@ def audit(
       spurious audit train.jsonl --task nli --eval dev.jsonl --out runs/audit
       spurious audit dev-v1.1.json --task qa --predictions preds/*.json
     """
-    from spurious.runner import audit_plan, execute
+    from spurious.runner import audit_plan
 
     profile = "quick" if quick else "full"
     plan = audit_plan(
@@ -139,16 +124,16 @@ def audit(
         shared={"features": features},
     )
     config = {
-        "inputs": {
-            "data": os.fspath(data),
-            "task": task,
-            "eval": None if eval_path is None else os.fspath(eval_path),
-            "format": fmt,
-            "field_map": parse_field_map(field_map),
-            "predictions": [os.fspath(p) for p in (*predictions, *extra_predictions)],
-            "attributes": None if attributes is None else os.fspath(attributes),
-            "annotations": None if annotations is None else os.fspath(annotations),
-        },
+        "inputs": options.run_inputs(
+            data,
+            task,
+            fmt=fmt,
+            field_map=field_map,
+            eval=eval_path,
+            predictions=(*predictions, *extra_predictions),
+            attributes=attributes,
+            annotations=annotations,
+        ),
         "analyses": plan,
         "seed": seed,
         "profile": profile,
@@ -160,28 +145,27 @@ def audit(
             what += f" + {len(ctx.eval):,} evaluation examples"
         click.echo(f"audit ({profile}): {what}; analyses: {', '.join(a.name for a in analyses)}")
 
-    run = execute(
+    run = output.execute(
         config,
-        out=out or default_out("audit"),
-        command=["spurious", *sys.argv[1:]],
+        out,
+        "audit",
         on_result=output.result_line,
         before_run=intro,
+        force=force,
     )
-    output.summary_table(run.results)
-    output.outputs(run)
-    output.exit_status(run)
+    output.finish(run)
 
 
 @click.command("run")
-@opt(
+@options.opt(
     "--config",
     "A run config (JSON or YAML), a run's manifest.json, or a run directory.",
     dest="config_path",
     type=click.Path(path_type=Path, exists=True),
     required=True,
 )
-@out_option("run")
-def run_command(config_path: Path, out: Path | None) -> None:
+@options.out_option("run")
+def run_command(config_path: Path, out: Path | None, force: bool) -> None:
     """Run (or re-run) the analyses a config describes.
 
     A run directory's manifest.json holds its config, so this reproduces a run: same
@@ -191,15 +175,14 @@ def run_command(config_path: Path, out: Path | None) -> None:
     Example:
       spurious run --config runs/audit-20261123/manifest.json --out runs/again
     """
-    from spurious.runner import execute, read_config
+    from spurious.runner import read_config
 
     config = read_config(config_path)
-    run = execute(
+    run = output.execute(
         config,
-        out=out or default_out("run"),
-        command=["spurious", *sys.argv[1:]],
+        out,
+        "run",
         on_result=output.result_line,
+        force=force,
     )
-    output.summary_table(run.results)
-    output.outputs(run)
-    output.exit_status(run)
+    output.finish(run)

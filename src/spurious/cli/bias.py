@@ -3,26 +3,12 @@
 from __future__ import annotations
 
 import math
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from spurious.cli import output
-from spurious.cli.options import (
-    attributes_option,
-    data_argument,
-    default_out,
-    file_opt,
-    input_options,
-    opt,
-    out_option,
-    parse_field_map,
-    seed_option,
-    task_option,
-)
+from spurious.cli import options, output
 
 
 def _parse_thresholds(items: tuple[str, ...]) -> dict[str, float]:
@@ -79,10 +65,10 @@ def _cell(bias: float | None, worse: float | None) -> str:
 
 
 @click.command("bias")
-@data_argument(exists=True)
+@options.data_argument(exists=True)
 @click.argument("extra_predictions", nargs=-1, type=click.Path(path_type=Path))
-@task_option("Task of DATA (qa for SQuAD files).")
-@opt(
+@options.task_option("Task of DATA (qa for SQuAD files).")
+@options.opt(
     "--predictions",
     "A model's prediction file: SQuAD's {id: answer} JSON, or JSONL/CSV/TSV with id and "
     "prediction (label names or ids). Repeatable; files after the first (e.g. from a shell "
@@ -90,37 +76,37 @@ def _cell(bias: float | None, worse: float | None) -> str:
     multiple=True,
     type=click.Path(path_type=Path),
 )
-@opt(
+@options.opt(
     "--heuristic",
     "Heuristic to split by, repeatable (default: every heuristic of the task; see --no-spacy).",
     dest="heuristics",
     multiple=True,
     metavar="NAME",
 )
-@attributes_option
-@file_opt(
+@options.attributes_option
+@options.file_opt(
     "--train",
     "Training split for heuristics that need one (e.g. max_word_label_pmi).",
     dest="train_path",
 )
-@opt(
+@options.opt(
     "--no-spacy",
     "Skip heuristics that need spaCy (entity_count, subject_position) when --heuristic "
     "is not given.",
     is_flag=True,
 )
-@opt(
+@options.opt(
     "--own-threshold",
     "Give every model its own best threshold (default: the reference model's threshold "
     "is shared, so models and the human reference are compared on the same groups).",
     is_flag=True,
 )
-@opt(
+@options.opt(
     "--reference",
     "Model (file stem) whose best thresholds are shared (default: the first file).",
     metavar="MODEL",
 )
-@opt(
+@options.opt(
     "--threshold",
     "Use a fixed threshold for a heuristic instead of searching, repeatable "
     "(e.g. --threshold word_distance=7, the paper's App. C value).",
@@ -128,27 +114,27 @@ def _cell(bias: float | None, worse: float | None) -> str:
     multiple=True,
     metavar="HEURISTIC=T",
 )
-@opt(
+@options.opt(
     "--metric",
     "Per-example score: em (exact match; QA default, as in the paper), f1, or "
     "accuracy (classification default).",
     type=click.Choice(["f1", "em", "accuracy"]),
 )
-@opt("--n-trials", "Bootstrap resamples per group.", type=int, default=100)
-@opt(
+@options.opt("--n-trials", "Bootstrap resamples per group.", type=int, default=100)
+@options.opt(
     "--sample-size",
     "Examples per bootstrap resample; a threshold is valid when both groups have twice as many.",
     type=int,
     default=800,
 )
-@opt(
+@options.opt(
     "--no-natural",
     "Do not compute the natural (human) bias from the annotators' answers.",
     is_flag=True,
 )
-@input_options
-@seed_option("Random seed of the bootstrap.")
-@out_option("bias")
+@options.input_options
+@options.seed_option("Random seed of the bootstrap.")
+@options.out_option("bias")
 def bias(
     data: Path,
     extra_predictions: tuple[Path, ...],
@@ -169,6 +155,7 @@ def bias(
     fmt: str | None,
     seed: int,
     out: Path | None,
+    force: bool,
 ) -> None:
     """Measure the prediction bias of models on DATA along heuristic splits.
 
@@ -184,8 +171,6 @@ def bias(
       spurious bias dev-v1.1.json --task qa \\
           --predictions predictions/*.json --out runs/squad-bias
     """
-    from spurious.runner import execute
-
     files = [*predictions, *extra_predictions]
     if not files:
         raise click.UsageError("give at least one prediction file with --predictions")
@@ -201,16 +186,9 @@ def bias(
         "sample_size": sample_size,
         "random_state": seed,
     }
+    files_in = {"predictions": files, "attributes": attributes, "heuristics_train": train_path}
     config = {
-        "inputs": {
-            "data": os.fspath(data),
-            "task": task,
-            "format": fmt,
-            "field_map": parse_field_map(field_map),
-            "predictions": [os.fspath(p) for p in files],
-            "attributes": None if attributes is None else os.fspath(attributes),
-            "heuristics_train": None if train_path is None else os.fspath(train_path),
-        },
+        "inputs": options.run_inputs(data, task, fmt=fmt, field_map=field_map, **files_in),
         "analyses": {"prediction_bias": params},
         "seed": seed,
     }
@@ -222,57 +200,54 @@ def bias(
         if ctx.attributes is None:
             click.echo(f"heuristics: {', '.join(analyses[0].heuristic_names(ctx))}")
 
-    run = execute(
+    run = output.execute(
         config,
-        out=out or default_out("bias"),
-        command=["spurious", *sys.argv[1:]],
+        out,
+        "bias",
         before_run=intro,
+        force=force,
     )
-    res = run.results["prediction_bias"]
-    output.result_line(res)
-    if res.status == "ok":
-        print_bias_table(res)
-    output.summary_table(run.results)
-    output.outputs(run)
-    output.exit_status(run)
+    output.finish(run, "prediction_bias", print_bias_table)
 
 
 @click.command("resample")
-@data_argument(exists=True)
-@task_option("Task of DATA.")
-@opt("--heuristic", "Heuristic whose split is balanced (e.g. word_distance).", required=True)
-@opt(
+@options.data_argument(exists=True)
+@options.task_option("Task of DATA.")
+@options.opt(
+    "--heuristic", "Heuristic whose split is balanced (e.g. word_distance).", required=True
+)
+@options.opt(
     "--out",
     "Output file, written in DATA's format (SQuAD JSON keeps its nested structure). "
     "Must differ from DATA, which is never modified.",
     type=click.Path(path_type=Path, dir_okay=False),
     required=True,
 )
-@opt(
+@options.opt(
     "--threshold",
     "T: low group = heuristic <= T, high group = heuristic > T. Default: from "
     "--from-run, else the paper's App. C value for the heuristic.",
     type=float,
 )
-@opt(
+@options.opt(
     "--from-run",
     "A 'spurious bias' run directory; its shared threshold for --heuristic is used.",
     type=click.Path(path_type=Path, exists=True, file_okay=False),
 )
-@opt(
+@options.opt(
     "--replace",
     "Draw every added copy independently with replacement (default: copy each "
     "minority example equally often, the remainder drawn without replacement).",
     is_flag=True,
 )
-@file_opt(
+@options.file_opt(
     "--train",
     "Training split for heuristics that need one (default: DATA itself).",
     dest="train_path",
 )
-@input_options
-@seed_option()
-@opt("--force", "Overwrite --out if it exists.", is_flag=True)
+@options.input_options
+@options.seed_option()
+@options.opt("--force", "Overwrite --out if it exists.", is_flag=True)
 def resample(
     data: Path,
     task: str,
@@ -314,7 +289,7 @@ def resample(
                 f"no default threshold for {heuristic!r}; pass --threshold or --from-run"
             )
         click.echo(f"threshold {threshold:g} for {heuristic}: the paper's App. C value")
-    fmap = parse_field_map(field_map)
+    fmap = options.parse_field_map(field_map)
     train = None
     if train_path is not None:
         train = load_dataset(train_path, task, field_map=fmap)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -9,10 +10,36 @@ import click
 
 @click.command()
 @click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
-def report(run_dir: Path) -> None:
-    """(Re)render RUN_DIR/report.html from the results saved in RUN_DIR."""
-    from spurious.report import render_report
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Render even when results cannot be read (they are shown as errors), replacing "
+    "the existing report.",
+)
+def report(run_dir: Path, force: bool) -> None:
+    """(Re)render RUN_DIR/report.html from the results saved in RUN_DIR.
 
+    A directory that is not a run is refused (exit 2). When the manifest or a result
+    cannot be read, the problems are listed and the existing report is kept (exit 1)
+    unless --force.
+    """
+    from spurious.exceptions import ParameterError
+    from spurious.report import render_report
+    from spurious.runner import check_run_dir
+
+    problems = check_run_dir(run_dir)
+    if problems and "is not a run directory" in problems[0]:
+        raise ParameterError(problems[0])
+    for problem in problems:
+        click.secho(f"problem: {problem}", fg="red", err=True)
+    if problems and not force:
+        click.secho(
+            "error: the report was not rendered (the existing one is kept); fix the files "
+            "above or pass --force to render them as errors.",
+            fg="red",
+            err=True,
+        )
+        sys.exit(1)
     click.echo(f"report: {render_report(run_dir)}")
 
 

@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from spurious.cli import output
-from spurious.cli.options import (
-    data_argument,
-    default_out,
-    eval_option,
-    input_options,
-    opt,
-    out_option,
-    parse_field_map,
-    seed_option,
-    task_option,
-)
+from spurious.cli import options, output
 
 
 def leakage_table(res: Any) -> None:
@@ -49,35 +37,38 @@ def leakage_table(res: Any) -> None:
 
 def _finish(run: Any) -> None:
     leakage_table(run.results["partial_input"])
-    output.summary_table(run.results)
-    output.outputs(run)
-    output.exit_status(run)
+    output.finish(run)
 
 
 @click.command()
-@out_option("demo")
-@seed_option()
-@opt("--n", "Number of synthetic NLI examples.", dest="n_examples", type=int, default=3000)
-@opt(
+@options.out_option("demo")
+@options.seed_option()
+@options.opt("--n", "Number of synthetic NLI examples.", dest="n_examples", type=int, default=3000)
+@options.opt(
     "--artifact-rate",
     "Fraction of 'contradiction' hypotheses that carry the planted cue word.",
     type=float,
     default=0.6,
 )
-@opt(
+@options.opt(
     "--features",
     "Featurizer: minilm (offline all-MiniLM-L6-v2), bow, tfidf, or a local model directory.",
     default="minilm",
 )
-def demo(out: Path | None, seed: int, n_examples: int, artifact_rate: float, features: str) -> None:
+def demo(
+    out: Path | None,
+    force: bool,
+    seed: int,
+    n_examples: int,
+    artifact_rate: float,
+    features: str,
+) -> None:
     """Plant an artifact in synthetic NLI data, measure the leakage, write a report.
 
     The demo needs no data files and no network: it generates template NLI pairs
     where a cue word ("nobody") is added to a fraction of the contradiction
     hypotheses, then shows that a hypothesis-only probe finds it.
     """
-    from spurious.runner import execute
-
     config = {
         "inputs": {
             "synthetic": {
@@ -99,44 +90,47 @@ def demo(out: Path | None, seed: int, n_examples: int, artifact_rate: float, fea
             f"planted in {planted} hypotheses"
         )
 
-    run = execute(
+    run = output.execute(
         config,
-        out=out or default_out("demo"),
-        command=["spurious", *sys.argv[1:]],
+        out,
+        "demo",
         on_result=output.result_line,
         before_run=intro,
+        force=force,
     )
     _finish(run)
 
 
 @click.command()
-@data_argument()
-@task_option()
-@eval_option(
+@options.data_argument()
+@options.task_option()
+@options.eval_option(
     "Evaluation split. Without it, every example is scored by out-of-fold probes (--folds)."
 )
-@opt(
+@options.opt(
     "--features",
     "bow | tfidf | minilm (offline all-MiniLM-L6-v2) | a local HF model directory.",
     default="tfidf",
 )
-@opt(
+@options.opt(
     "--probe",
     "logistic (fast PyTorch probe) | sklearn-logistic | linear-svm | mlp.",
     default="logistic",
 )
-@opt(
+@options.opt(
     "--condition",
     "Partial view to test, repeatable (default: every single-field view, "
     "e.g. premise_only and hypothesis_only).",
     dest="conditions",
     multiple=True,
 )
-@input_options
-@opt("--folds", "Folds for out-of-fold scoring when --eval is not given.", type=int, default=5)
-@opt("--n-resamples", "Bootstrap resamples for the 95% intervals.", type=int, default=1000)
-@seed_option()
-@out_option("leakage")
+@options.input_options
+@options.opt(
+    "--folds", "Folds for out-of-fold scoring when --eval is not given.", type=int, default=5
+)
+@options.opt("--n-resamples", "Bootstrap resamples for the 95% intervals.", type=int, default=1000)
+@options.seed_option()
+@options.out_option("leakage")
 def leakage(
     data: Path,
     task: str,
@@ -150,6 +144,7 @@ def leakage(
     n_resamples: int,
     seed: int,
     out: Path | None,
+    force: bool,
 ) -> None:
     """Measure partial-input (single-sentence) label leakage of DATA.
 
@@ -158,16 +153,8 @@ def leakage(
     %R_R, NBA and NBR (PECO paper Sec. 2-3.1) with bootstrap 95% intervals, plus
     per-example predictions and the most leaky examples.
     """
-    from spurious.runner import execute
-
     config = {
-        "inputs": {
-            "data": str(data),
-            "task": task,
-            "eval": None if eval_path is None else str(eval_path),
-            "format": fmt,
-            "field_map": parse_field_map(field_map),
-        },
+        "inputs": options.run_inputs(data, task, fmt=fmt, field_map=field_map, eval=eval_path),
         "analyses": {
             "partial_input": {
                 "features": features,
@@ -180,10 +167,11 @@ def leakage(
         },
         "seed": seed,
     }
-    run = execute(
+    run = output.execute(
         config,
-        out=out or default_out("leakage"),
-        command=["spurious", *sys.argv[1:]],
+        out,
+        "leakage",
         on_result=output.result_line,
+        force=force,
     )
     _finish(run)

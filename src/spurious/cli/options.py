@@ -82,13 +82,21 @@ def seed_option(help: str = "Random seed.") -> Callable[[F], F]:
 
 
 def out_option(command: str) -> Callable[[F], F]:
-    """``--out DIR`` (default ``runs/<command>-<timestamp>``)."""
-    return click.option(
+    """``--out DIR`` (default ``runs/<command>-<timestamp>``) and ``--force``."""
+    out = click.option(
         "--out",
         type=click.Path(path_type=Path),
         default=None,
-        help=f"Run directory (default: runs/{command}-<timestamp>).",
+        help=f"Run directory (default: runs/{command}-<timestamp>). A directory holding a "
+        "different run is refused (see --force); the same run is re-run in place.",
     )
+    force = click.option(
+        "--force",
+        is_flag=True,
+        help="Replace a different run already in --out (its results, manifest and report) "
+        "and an existing output file.",
+    )
+    return lambda f: out(force(f))
 
 
 def input_options(f: F) -> F:
@@ -126,3 +134,26 @@ def attributes_option(f: F) -> F:
         "Precomputed heuristic values (Parquet/CSV/JSONL with 'id' and one column per "
         "heuristic) instead of computing them.",
     )(f)
+
+
+def run_inputs(
+    data: Path,
+    task: str,
+    *,
+    fmt: str | None = None,
+    field_map: dict[str, str] | tuple[str, ...] = (),
+    **paths: Any,
+) -> dict[str, Any]:
+    """The ``inputs`` of a run config from command-line values (paths become strings).
+
+    ``paths`` are the optional inputs (``eval``, ``attributes``, ``heuristics_train``,
+    ``annotations``: a path or None; ``predictions``: a sequence of paths).
+    """
+    fmap = field_map if isinstance(field_map, dict) else parse_field_map(field_map)
+    out: dict[str, Any] = {"data": str(data), "task": task, "format": fmt, "field_map": fmap}
+    for key, value in paths.items():
+        if key == "predictions":
+            out[key] = [str(p) for p in value]
+        else:
+            out[key] = None if value is None else str(value)
+    return out

@@ -13,6 +13,16 @@ _COLOURS = {"ok": "green", "failed": "red", "skipped": "yellow"}
 _SEVERITY_MARK = {"high": "!!!", "moderate": "!!", "low": "!", "none": "-", "info": ""}
 
 
+def execute(config: dict[str, Any], out: Any, command: str, **kwargs: Any) -> Any:
+    """Run ``config`` through the one lifecycle, into ``out`` or ``runs/<command>-<time>``."""
+    from spurious.cli.options import default_out
+    from spurious.runner import execute as run_config
+
+    return run_config(
+        config, out=out or default_out(command), command=["spurious", *sys.argv[1:]], **kwargs
+    )
+
+
 def result_line(res: Any) -> None:
     """``[name] status: summary`` as soon as an analysis finishes."""
     click.secho(f"[{res.detector}] {res.status}: ", fg=_COLOURS.get(res.status), nl=False)
@@ -62,3 +72,20 @@ def exit_status(run: Any) -> None:
         click.secho(f"error: {n}: {run.results[n].error}", fg="red", err=True)
     if failed:
         sys.exit(1)
+
+
+def finish(run: Any, main: str | None = None, table: Any = None) -> None:
+    """After a run: the main result's line and table, the summary, the outputs, the exit code.
+
+    ``main`` names the result whose line (if not printed already) and ``table`` (a
+    callable taking the result) come first; commands that print every result as it
+    arrives pass ``main=None``.
+    """
+    if main is not None:
+        res = run.results[main]
+        result_line(res)
+        if res.status == "ok" and table is not None:
+            table(res)
+    summary_table(run.results)
+    outputs(run)
+    exit_status(run)

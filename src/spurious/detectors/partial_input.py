@@ -31,7 +31,7 @@ from sklearn.base import clone
 from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 from tqdm.auto import tqdm
 
-from spurious.analysis import AnalysisOutput, Requirements, register_analysis, severity_of
+from spurious.analysis import AnalysisOutput, Requirements, VerdictScale, register_analysis
 from spurious.context import RunContext
 from spurious.data.dataset import Dataset
 from spurious.detectors.base import Detector
@@ -111,6 +111,18 @@ class PartialInput(Detector):
         "(hypothesis-only, premise-only, question-only) - PECO paper Sec. 2-3.1."
     )
     requires: ClassVar[Requirements] = Requirements(labels=True, multi_field=True, features=True)
+    #: Delta_maj of the leakiest partial input (only when its 95% CI excludes 0).
+    verdict_scale: ClassVar[VerdictScale] = VerdictScale(
+        0.0,
+        0.05,
+        0.15,
+        {
+            "none": "no leakage detectable (the interval includes 0)",
+            "low": "weak leakage",
+            "moderate": "moderate leakage",
+            "high": "strong leakage",
+        },
+    )
     fast_params: ClassVar[dict[str, Any]] = {"n_resamples": 50}
     profiles: ClassVar[dict[str, dict[str, Any]]] = {"quick": {"n_resamples": 500}, "full": {}}
     metric_docs: ClassVar[dict[str, str]] = {
@@ -180,6 +192,12 @@ class PartialInput(Detector):
         make_probe(self.probe)
 
     # ------------------------------------------------------------------------------
+    def check(self, context: RunContext) -> None:
+        """Conditions name partial views of the task; ``group_by`` names a column."""
+        self._views(context.train)
+        if context.eval is None:
+            context.train.group_keys(self.group_by)
+
     def _views(self, dataset: Dataset) -> list[View]:
         full = standard_views(dataset.task)["full"]
         if self.conditions is None:
@@ -348,25 +366,16 @@ class PartialInput(Detector):
             return super().headline(result)
         delta, low = m[f"delta_maj_{worst}"], m.get(f"delta_maj_{worst}_ci_low", float("nan"))
         label = worst.replace("_only", "-only").replace("_", " ")
-        if not low > 0:
-            severity, verdict = "none", "no leakage detectable (the interval includes 0)"
-        else:
-            severity = severity_of(delta, low=0.0, moderate=0.05, high=0.15)
-            severity = "low" if severity == "none" else severity
-            verdict = {"low": "weak leakage", "moderate": "moderate leakage"}.get(
-                severity, "strong leakage"
-            )
-        return {
-            "label": "partial-input leakage",
-            "value": delta,
-            "text": (
-                f"{label} accuracy {m[f'accuracy_{worst}']:.2f} vs {m['majority_accuracy']:.2f} "
-                f"majority (Delta_maj {delta:+.3f}, 95% CI [{low:+.3f}, "
-                f"{m.get(f'delta_maj_{worst}_ci_high', float('nan')):+.3f}])"
-            ),
-            "verdict": verdict,
-            "severity": severity,
-        }
+        high = m.get(f"delta_maj_{worst}_ci_high", float("nan"))
+        text = (
+            f"{label} accuracy {m[f'accuracy_{worst}']:.2f} vs {m['majority_accuracy']:.2f} "
+            f"majority (Delta_maj {delta:+.3f}, 95% CI [{low:+.3f}, {high:+.3f}])"
+        )
+        # Leakage is claimed only when the interval excludes 0; its size sets the degree.
+        severity = None if low > 0 else "none"
+        return self.verdict_scale.headline(
+            "partial-input leakage", delta, text, effect=max(delta, 0.0), severity=severity
+        )
 
 
 def leakage_metrics(

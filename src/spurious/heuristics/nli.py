@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Callable
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -37,6 +38,21 @@ def _pairs(dataset: Dataset) -> list[tuple[list[str], list[str]]]:
         (words(p), words(h))
         for p, h in zip(dataset.texts(first), dataset.texts(second), strict=True)
     ]
+
+
+def _per_pair(
+    dataset: Dataset, value: Callable[[list[str], list[str]], float]
+) -> tuple[np.ndarray, list[str]]:
+    """``value(premise_words, hypothesis_words)`` per row; NaN (with its reason) when the
+    hypothesis has no word."""
+    values = np.full(len(dataset), np.nan)
+    reasons = []
+    for i, (p, h) in enumerate(_pairs(dataset)):
+        if not h:
+            reasons.append(_EMPTY)
+            continue
+        values[i] = value(p, h)
+    return values, reasons
 
 
 def _nli(premises: list[str], hypotheses: list[str], labels: list[str] | None = None) -> Dataset:
@@ -72,15 +88,11 @@ class OverlapRate(Heuristic):
     source: ClassVar[str] = f"{MCCOY} (lexical overlap); Naik et al. (2018)"
 
     def _compute(self, dataset, *, train, nlp, progress):
-        values = np.full(len(dataset), np.nan)
-        reasons = []
-        for i, (p, h) in enumerate(_pairs(dataset)):
-            if not h:
-                reasons.append(_EMPTY)
-                continue
+        def overlap(p: list[str], h: list[str]) -> float:
             ps = set(p)
-            values[i] = sum(w in ps for w in h) / len(h)
-        return values, reasons
+            return sum(w in ps for w in h) / len(h)
+
+        return _per_pair(dataset, overlap)
 
 
 @register_heuristic
@@ -104,14 +116,7 @@ class AllWordsInPremise(Heuristic):
     source: ClassVar[str] = f"{MCCOY} (lexical overlap heuristic)"
 
     def _compute(self, dataset, *, train, nlp, progress):
-        values = np.full(len(dataset), np.nan)
-        reasons = []
-        for i, (p, h) in enumerate(_pairs(dataset)):
-            if not h:
-                reasons.append(_EMPTY)
-                continue
-            values[i] = float(set(h) <= set(p))
-        return values, reasons
+        return _per_pair(dataset, lambda p, h: float(set(h) <= set(p)))
 
 
 @register_heuristic
@@ -137,15 +142,11 @@ class IsSubsequence(Heuristic):
     source: ClassVar[str] = f"{MCCOY} (subsequence heuristic)"
 
     def _compute(self, dataset, *, train, nlp, progress):
-        values = np.full(len(dataset), np.nan)
-        reasons = []
-        for i, (p, h) in enumerate(_pairs(dataset)):
-            if not h:
-                reasons.append(_EMPTY)
-                continue
+        def contiguous(p: list[str], h: list[str]) -> float:
             n = len(h)
-            values[i] = float(any(p[j : j + n] == h for j in range(len(p) - n + 1)))
-        return values, reasons
+            return float(any(p[j : j + n] == h for j in range(len(p) - n + 1)))
+
+        return _per_pair(dataset, contiguous)
 
 
 #: Negation words (after the tokenizer: "didn't" -> "did", "n't"). Gururangan et al.

@@ -80,6 +80,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
@@ -217,6 +218,45 @@ class _Preconditioner:
     def to_phi(self, grad: Any) -> Any:
         """Gradient w.r.t. theta (g, d+1, r) -> gradient w.r.t. phi."""
         return self._apply(grad, self.linv_t)
+
+
+@dataclass(frozen=True)
+class SharedStart:
+    """Starting point and preconditioner shared by every classifier of a model.
+
+    Built by :meth:`BatchedLogisticRegression.shared_start` on one matrix and passed to
+    any number of :meth:`~BatchedLogisticRegression.fit_predict` calls (``start=``),
+    which then skip building their own. AFLite builds it once per run on the initial
+    training set D, so every round reuses it: rounds change only ~2% of the rows, and a
+    start computed on D is a fixed function of the inputs, so results stay independent
+    of chunking and a run resumed from a checkpoint stays exact. Plain NumPy arrays:
+    picklable, so executors can ship it to workers once.
+
+    Attributes
+    ----------
+    theta : ndarray of shape (d + 1, r)
+        Pooled solution (weights, then intercept) in the free logits; zero without pooling.
+    linv : ndarray
+        Inverse Cholesky factor of the Hessian estimate: ``(D, D)`` with ``D = (d+1) r``,
+        or ``(r, d+1, d+1)`` when ``blocked``.
+    blocked : bool
+        Block-diagonal preconditioner (class coupling ignored).
+    ref_present : ndarray of shape (n_classes,)
+        Classes present in the pooled rows (classifiers with the same classes start
+        from ``theta``; others from zero).
+    key : dict
+        What it was built for (features, classes, t and the hyperparameters it depends
+        on); ``fit_predict`` refuses a start built for something else.
+    stats : dict
+        Rows, gradient evaluations, FLOPs and seconds spent building it.
+    """
+
+    theta: np.ndarray
+    linv: np.ndarray
+    blocked: bool
+    ref_present: np.ndarray
+    key: dict[str, Any]
+    stats: dict[str, Any]
 
 
 class _Group:
@@ -581,6 +621,7 @@ class BatchedLogisticRegression:
         "pooled_rows": [Interval(Integral, 1, None, closed="left"), None],
         "hessian_rows": [Interval(Integral, 1, None, closed="left"), None],
         "predict_block": [Interval(Integral, 1, None, closed="left")],
+        "num_threads": [Interval(Integral, 1, None, closed="left"), None],
     }
 
     #: Above this many parameters per classifier the Hessian preconditioner ignores the
@@ -600,6 +641,7 @@ class BatchedLogisticRegression:
         pooled_rows: int | None = None,
         hessian_rows: int | None = None,
         predict_block: int = 65536,
+        num_threads: int | None = None,
     ) -> None:
         self.C = C
         self.max_iter = max_iter
@@ -612,6 +654,7 @@ class BatchedLogisticRegression:
         self.pooled_rows = pooled_rows
         self.hessian_rows = hessian_rows
         self.predict_block = predict_block
+        self.num_threads = num_threads
 
     # -- public API ------------------------------------------------------------------
 
@@ -636,6 +679,51 @@ class BatchedLogisticRegression:
             "hessian_rows": self.hessian_rows,
         }
 
+    def shared_start(
+        self, X: np.ndarray, y: np.ndarray, t: int, n_classes: int
+    ) -> SharedStart:
+        """The starting point and preconditioner for classifiers of ``t`` rows of ``X``.
+
+        ``fit_predict`` builds one per call unless given one (``start=``); build it once
+        and pass it to every call that fits classifiers on (subsets of) the same data,
+        e.g. every AFLite round. It depends on ``X``, ``y``, ``t`` and the
+        hyperparameters only.
+
+        Parameters
+        ----------
+        X : ndarray of shape (N, d)
+            Features the pooled model is fitted on (a fixed strided subsample of them).
+        y : ndarray of shape (N,)
+            Integer label ids in ``[0, n_classes)``.
+        t : int
+            Training rows per classifier (sets the penalty ``1 / (C t)``).
+        n_classes : int
+            Number of classes (>= 2).
+
+        Returns
+        -------
+        SharedStart
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(300, 4)).astype(np.float32)
+        >>> y = np.argmax(X[:, :3], axis=1)
+        >>> model = BatchedLogisticRegression(device="cpu")
+        >>> start = model.shared_start(X, y, t=100, n_classes=3)
+        >>> idx = np.stack([rng.choice(300, 100, replace=False) for _ in range(3)])
+        >>> bool((model.fit_predict(X, y, idx, 3, start=start)
+        ...       == model.fit_predict(X, y, idx, 3, start=start)).all())
+        True
+        """
+        check_params(self._parameter_constraints, self._params(), type(self).__name__)
+        if isinstance(t, bool) or not isinstance(t, Integral) or t < 1:
+            raise ParameterError(f"t must be an int >= 1; got {t!r}.")
+        X, y, _, n_classes, _ = _validate(X, y, np.zeros((1, 1), np.int64), n_classes, None)
+        with _threads(self._intra_op_threads()):
+            data = self._make_data(X, y, n_classes, int(t))
+            return self._shared_start(data, int(t))
+
     def fit_predict(
         self,
         X: np.ndarray,
@@ -643,6 +731,8 @@ class BatchedLogisticRegression:
         train_idx: np.ndarray,
         n_classes: int,
         X_predict: np.ndarray | None = None,
+        *,
+        start: SharedStart | None = None,
     ) -> np.ndarray:
         """Fit classifier ``j`` on ``X[train_idx[j]]``; predict every row of ``X_predict``.
 
@@ -658,6 +748,9 @@ class BatchedLogisticRegression:
             Number of classes (>= 2).
         X_predict : ndarray of shape (M, d), optional
             Rows to predict (default ``X``).
+        start : SharedStart, optional
+            A start from :meth:`shared_start` with the same ``t``, features and classes;
+            default: one built on this call's ``X``.
 
         Returns
         -------
@@ -665,30 +758,18 @@ class BatchedLogisticRegression:
             Predicted label ids.
         """
         check_params(self._parameter_constraints, self._params(), type(self).__name__)
+        with _threads(self._intra_op_threads()):
+            return self._fit_predict(X, y, train_idx, n_classes, X_predict, start)
+
+    def _fit_predict(self, X, y, train_idx, n_classes, X_predict, start) -> np.ndarray:
         torch = _torch()
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         X, y, train_idx, n_classes, X_predict = _validate(X, y, train_idx, n_classes, X_predict)
         m, t = train_idx.shape
         k = n_classes
-        r = 1 if k == 2 else k - 1
-        device = torch.device(self._device())
-        data = _Data(
-            x32=_shared_tensor(X, device),
-            x_low=None,
-            mean=None,
-            y=torch.from_numpy(y).to(device),
-            n_classes=k,
-            r=r,
-            lam=1.0 / (float(self.C) * t),
-            device=device,
-        )
-        pool_rows, hess_rows = self._subsamples(data.n, t, data.d)
-        if self.dtype == "bfloat16":
-            # Centre before rounding: bfloat16 keeps 8 bits relative to each value, and
-            # embeddings carry a large common mean that would swamp the signal.
-            data.mean = data.x32[torch.from_numpy(pool_rows).to(device)].mean(0)
-            data.x_low = _centred_bf16(data.x32, data.mean)
+        data = self._make_data(X, y, k, t)
+        device, r = data.device, data.r
         timings["setup"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
@@ -696,7 +777,16 @@ class BatchedLogisticRegression:
         labels = y[train_idx]
         for c in range(k):
             present[:, c] = (labels == c).any(axis=1)
-        theta_ref, precond, ref_present, start = self._shared_start(data, pool_rows, hess_rows)
+        if start is None:
+            start = self._shared_start(data, t)
+            start_stats = dict(start.stats, reused=False)
+        else:
+            self._check_start(start, data, t)
+            start_stats = {"reused": True}
+        theta_ref, ref_present = start.theta, start.ref_present
+        precond = _Preconditioner(
+            torch.from_numpy(start.linv).to(device, torch.float64), start.blocked
+        )
         w_ref = z_ref = None
         if theta_ref.any():
             w_ref = torch.from_numpy(theta_ref[:-1]).to(device)  # (d, r) float64
@@ -784,10 +874,10 @@ class BatchedLogisticRegression:
             "iterations": {"median": float(np.median(n_iter)), "max": int(n_iter.max())},
             "groups": n_groups,
             "group_size": g,
-            "shared_start": start,
+            "shared_start": start_stats,
             "flops": {
                 "train_gemm": {key: per_eval * v for key, v in evals.items()},
-                "shared_start_gemm": start["gemm_flops"]
+                "shared_start_gemm": start_stats.get("gemm_flops", 0.0)
                 + (2.0 * n * d * r if w_ref is not None else 0.0),
                 "predict_gemm": 2.0 * n_pred * d * g * r * n_groups,
                 "preconditioner_float64": precond_per_eval * sum(evals.values()),
@@ -823,6 +913,9 @@ class BatchedLogisticRegression:
             )
         return self.device
 
+    def _intra_op_threads(self) -> int | None:
+        return self.num_threads
+
     def _subsamples(self, n: int, t: int, d: int) -> tuple[np.ndarray, np.ndarray]:
         """Fixed strided row subsets of X for the pooled model and the Hessian estimate.
 
@@ -841,14 +934,70 @@ class BatchedLogisticRegression:
         pick = np.unique(np.linspace(0, len(pool_rows) - 1, n_hess).round().astype(np.int64))
         return pool_rows, pool_rows[pick]
 
-    def _shared_start(
-        self, data: _Data, pool_rows: np.ndarray, hess_rows: np.ndarray
-    ) -> tuple[np.ndarray, _Preconditioner, np.ndarray, dict[str, Any]]:
+    def _make_data(self, X: np.ndarray, y: np.ndarray, k: int, t: int) -> _Data:
+        """Tensors shared by every group of a call (validated inputs)."""
+        torch = _torch()
+        device = torch.device(self._device())
+        data = _Data(
+            x32=_shared_tensor(X, device),
+            x_low=None,
+            mean=None,
+            y=torch.from_numpy(y).to(device),
+            n_classes=k,
+            r=1 if k == 2 else k - 1,
+            lam=1.0 / (float(self.C) * t),
+            device=device,
+        )
+        if self.dtype == "bfloat16":
+            # Centre before rounding: bfloat16 keeps 8 bits relative to each value, and
+            # embeddings carry a large common mean that would swamp the signal.
+            pool_rows, _ = self._subsamples(data.n, t, data.d)
+            data.mean = data.x32[torch.from_numpy(pool_rows).to(device)].mean(0)
+            data.x_low = _centred_bf16(data.x32, data.mean)
+        return data
+
+    def _start_key(self, d: int, k: int, t: int) -> dict[str, Any]:
+        """What a :class:`SharedStart` must match to be used by a call."""
+        keys = ("C", "dtype", "precondition", "pooled_rows", "hessian_rows")
+        return {"n_features": d, "n_classes": k, "t": t, **{n: getattr(self, n) for n in keys}}
+
+    def _check_start(self, start: SharedStart, data: _Data, t: int) -> None:
+        if not isinstance(start, SharedStart):
+            raise ParameterError(
+                f"start must be a SharedStart from shared_start(); got {type(start).__name__}."
+            )
+        want = self._start_key(data.d, data.n_classes, t)
+        if start.key != want:
+            diff = sorted(n for n in want if start.key.get(n) != want[n])
+            raise ParameterError(
+                "start was built for another problem or model: "
+                + ", ".join(f"{n} {start.key.get(n)!r} != {want[n]!r}" for n in diff)
+                + ". Build it with shared_start() on the same features, t and classes."
+            )
+
+    def _shared_start(self, data: _Data, t: int) -> SharedStart:
         """Starting point and preconditioner shared by all classifiers, and their cost.
 
         Depends on ``X``, ``y``, ``t`` and the hyperparameters only, never on which
         classifiers are fitted (chunk invariance).
         """
+        t_start = time.perf_counter()
+        theta, precond, ref_present, stats = self._pooled_start(data, t)
+        stats["seconds"] = time.perf_counter() - t_start
+        return SharedStart(
+            theta=theta,
+            linv=precond.linv.cpu().numpy(),
+            blocked=precond.blocked,
+            ref_present=ref_present,
+            key=self._start_key(data.d, data.n_classes, t),
+            stats=stats,
+        )
+
+    def _pooled_start(
+        self, data: _Data, t: int
+    ) -> tuple[np.ndarray, _Preconditioner, np.ndarray, dict[str, Any]]:
+        """Pooled solution, preconditioner, classes present in the pooled rows, cost."""
+        pool_rows, hess_rows = self._subsamples(data.n, t, data.d)
         torch = _torch()
         d, r, k, dev = data.d, data.r, data.n_classes, data.device
         y_np = data.y.cpu().numpy()
@@ -995,6 +1144,21 @@ class BatchedLogisticRegression:
         self.intercept_ = np.where(present, intercept, -np.inf).astype(np.float32)
         self.n_iter_ = n_iter
         self.status_ = status
+
+
+@contextlib.contextmanager
+def _threads(n: int | None):
+    """Run the block with ``n`` torch intra-op threads (``None``: as set), then restore."""
+    torch = _torch()
+    old = torch.get_num_threads()
+    if n is None or n == old:
+        yield
+        return
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
 
 
 def _shared_tensor(array: np.ndarray, device: Any) -> Any:

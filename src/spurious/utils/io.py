@@ -108,3 +108,42 @@ def read_json(path: str | os.PathLike[str]) -> Any:
     """Read a JSON file."""
     with open(path, encoding="utf-8") as fh:
         return json.load(fh)
+
+
+def check_output_file(
+    path: str | os.PathLike[str],
+    inputs: Any = (),
+    *,
+    overwrite: bool = False,
+    what: str = "output",
+) -> Path:
+    """Refuse an output that would replace an input, or an existing file without ``overwrite``.
+
+    Paths are compared after resolving links, so a symlink to an input is refused too.
+    Call it before any work, so a bad output location costs nothing.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "in.jsonl").write_text("{}")
+    >>> check_output_file(d / "in.jsonl", [d / "in.jsonl"], what="--write-filtered")
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.ParameterError: --write-filtered ... is an input of this run; inputs are never modified. Choose another path.
+    """
+    from spurious.exceptions import ParameterError
+
+    path = Path(path)
+    target = path.resolve()
+    for src in inputs:
+        if src is not None and Path(src).resolve() == target:
+            raise ParameterError(
+                f"{what} {str(path)!r} is an input of this run; inputs are never modified. "
+                "Choose another path."
+            )
+    if path.exists() and not overwrite:
+        raise ParameterError(f"{what} {str(path)!r} exists; pass --force to replace it.")
+    if path.parent.exists() and not os.access(path.parent, os.W_OK):
+        raise ParameterError(f"{what} {str(path)!r}: its folder is not writable.")
+    return path

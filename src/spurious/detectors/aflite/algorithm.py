@@ -80,6 +80,7 @@ __all__ = [
     "SELECTIONS",
     "features_fingerprint",
     "predictability",
+    "prepare_start",
     "round_rng",
     "sample_partitions",
     "score_partitions",
@@ -306,7 +307,10 @@ def _score_chunk(item: dict[str, Any], shared: dict[str, Any]) -> tuple[np.ndarr
         X, y = X[rows], y[rows]
     elif not y.flags.writeable:  # Ray hands out read-only views; torch wants writable labels
         y = y.copy()
-    pred = np.asarray(model.fit_predict(X, y, train_idx, shared["n_classes"]))
+    start = shared.get("start")
+    # Only models that offered a shared start (see prepare_start) are handed one back.
+    extra = {} if start is None else {"start": start}
+    pred = np.asarray(model.fit_predict(X, y, train_idx, shared["n_classes"], **extra))
     n = X.shape[0]
     if pred.shape != (len(train_idx), n):
         raise DetectorError(
@@ -429,6 +433,29 @@ def make_partition_model(
             f"or a PartitionModel. Got {type(spec).__name__} instead."
         ) from None
     return SklearnPartitionModel(spec, random_state=random_state)
+
+
+def prepare_start(
+    model: Any, X: Any, y: np.ndarray, n_train: int, t: int, n_classes: int
+) -> Any:
+    """The model's state shared by every round of a run, or ``None`` if it has none.
+
+    A model family with a ``shared_start(X, y, t, n_classes)`` method (the batched
+    logistic regression: pooled starting point and Hessian preconditioner) builds it
+    once here, on the initial training set D (the first ``n_train`` rows of ``X``),
+    instead of once per round. It depends on
+    D, t and the model only, so every round, every executor chunk and a run resumed from
+    a checkpoint get the same one, and results stay exact under chunking and resume.
+
+    Examples
+    --------
+    >>> prepare_start(object(), np.zeros((2, 2)), np.zeros(2, int), 2, 1, 2) is None
+    True
+    """
+    build = getattr(model, "shared_start", None)
+    if build is None or sp.issparse(X):
+        return None
+    return build(X[:n_train], y[:n_train], t, n_classes)
 
 
 def p_histogram(p: np.ndarray) -> list[int]:

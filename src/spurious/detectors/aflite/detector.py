@@ -19,7 +19,7 @@ import pandas as pd
 import scipy.sparse as sp
 from tqdm.auto import tqdm
 
-from spurious.analysis import AnalysisOutput, Requirements, register_analysis, severity_of
+from spurious.analysis import AnalysisOutput, Requirements, VerdictScale, register_analysis
 from spurious.context import RunContext
 from spurious.data.dataset import Dataset
 from spurious.detectors.aflite.algorithm import (
@@ -36,6 +36,7 @@ from spurious.detectors.aflite.algorithm import (
     mean_or_none,
     p_histogram,
     predictability,
+    prepare_start,
     resolve_size,
     round_rng,
     sample_partitions,
@@ -149,6 +150,18 @@ class AFLite(Detector):
         "predicts too easily (AFLite, paper 000 Alg. 1; evaluation-set mode, paper 004)."
     )
     requires: ClassVar[Requirements] = Requirements(labels=True, features=True)
+    #: Share of examples reaching p >= tau in round 1 (eval mode: share filtered).
+    verdict_scale: ClassVar[VerdictScale] = VerdictScale(
+        0.05,
+        0.2,
+        0.4,
+        {
+            "none": "few predictable examples",
+            "low": "some predictable examples",
+            "moderate": "many examples are predictable from the representation",
+            "high": "a large share is predictable from the representation",
+        },
+    )
     fast_params: ClassVar[dict[str, Any]] = {
         "features": "tfidf",
         "n_partitions": 8,
@@ -271,6 +284,16 @@ class AFLite(Detector):
             return Requirements(labels=True, features=True, eval_split=True)
         return base
 
+    def check(self, context: RunContext) -> None:
+        """The view exists, group_by names a column, the sizes fit the data, and
+        precomputed features load (cheap: they are read, then shared with the run)."""
+        get_view(context.train.task, self.view)
+        context.train.group_keys(self.group_by)
+        self._sizes(len(context.train), context.train.n_classes)
+        if isinstance(self.features, PrecomputedFeaturizer):
+            eval_mode = self.mode == "eval" and context.eval is not None
+            self._features(context, eval_mode)
+
     def uses_eval(self) -> bool:
         """Only evaluation-set mode uses an evaluation split."""
         return self.mode == "eval"
@@ -310,20 +333,7 @@ class AFLite(Detector):
                 f"{m.get('removed_fraction', float('nan')):.1%} removed in "
                 f"{int(m.get('n_rounds', 0))} round(s) (stop: {stop})"
             )
-        severity = severity_of(share, low=0.05, moderate=0.2, high=0.4)
-        verdict = {
-            "none": "few predictable examples",
-            "low": "some predictable examples",
-            "moderate": "many examples are predictable from the representation",
-            "high": "a large share is predictable from the representation",
-        }.get(severity, "")
-        return {
-            "label": "adversarial filtering (AFLite)",
-            "value": share,
-            "text": text,
-            "verdict": verdict,
-            "severity": severity,
-        }
+        return self.verdict_scale.headline("adversarial filtering (AFLite)", share, text)
 
     def _param_to_config(self, name: str, value: Any) -> Any:
         # Precomputed arrays given as files and executors have a plain-data form, so a
@@ -543,7 +553,11 @@ class AFLite(Detector):
         """Run rounds on ``state`` in place until a stop rule (or the round budget) hits."""
         if state.stop_reason is not None:
             return
-        shared = executor.put({"X": X, "y": y, "model": model, "n_classes": dataset.n_classes})
+        # Built once per run on the training rows (D), reused by every round.
+        start = prepare_start(model, X, y, n_train, t, dataset.n_classes)
+        shared = executor.put(
+            {"X": X, "y": y, "model": model, "n_classes": dataset.n_classes, "start": start}
+        )
         m = self.n_partitions
         chunk = chunk_partitions(m, self.chunk_size, executor.n_workers, model)
         bound = (

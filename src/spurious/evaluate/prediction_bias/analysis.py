@@ -16,8 +16,8 @@ from spurious.analysis import (
     Analysis,
     AnalysisOutput,
     Requirements,
+    VerdictScale,
     register_analysis,
-    severity_of,
 )
 from spurious.context import RunContext
 from spurious.exceptions import DetectorError
@@ -83,6 +83,18 @@ class PredictionBias(Analysis):
         "is_prediction_bias_issue": "Whether the example sits in the worse group of a "
         "heuristic with a positive bias for the reference model.",
     }
+    #: The largest bias of any model, minus the annotators' bias on the same split.
+    verdict_scale: ClassVar[VerdictScale] = VerdictScale(
+        0.005,
+        0.03,
+        0.08,
+        {
+            "none": "no model leans on these shortcuts beyond the annotators",
+            "low": "a small shortcut",
+            "moderate": "a clear shortcut",
+            "high": "a strong shortcut",
+        },
+    )
     fast_params: ClassVar[dict[str, Any]] = {"n_trials": 20, "sample_size": 20}
     profiles: ClassVar[dict[str, dict[str, Any]]] = {"quick": {"no_spacy": True}, "full": {}}
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
@@ -205,20 +217,12 @@ class PredictionBias(Analysis):
             else ""
         )
         excess = top["bias"] - (human if human is not None and math.isfinite(human) else 0.0)
-        severity = severity_of(excess, low=0.005, moderate=0.03, high=0.08)
-        verdict = {
-            "none": "no model leans on these shortcuts beyond the annotators",
-            "low": "a small shortcut",
-            "moderate": "a clear shortcut",
-            "high": "a strong shortcut",
-        }.get(severity, "")
-        return {
-            "label": "prediction bias",
-            "value": top["bias"],
-            "text": f"{top['model']} on {top['heuristic']}: bias {top['bias']:.3f}{human_txt}",
-            "verdict": verdict,
-            "severity": severity,
-        }
+        return self.verdict_scale.headline(
+            "prediction bias",
+            top["bias"],
+            f"{top['model']} on {top['heuristic']}: bias {top['bias']:.3f}{human_txt}",
+            effect=excess,
+        )
 
 
 def _example_scores(

@@ -1,0 +1,155 @@
+"""Nothing lost, nothing mixed: output locations are checked before any work (issue 14).
+
+A table of bad invocations: each must exit 2 with one readable line, write no run
+directory and leave every input byte-identical.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from spurious.cli import main
+from spurious.data.synthetic import make_nli_artifacts
+
+FAST = ["--partitions", "4", "--max-rounds", "1", "--features", "bow"]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("safety")
+    train, dev = make_nli_artifacts(n=400, artifact_rate=0.9, random_state=3).dataset.split(0.3)
+    for name, ds in (("train", train), ("dev", dev)):
+        ds.frame[["id", "premise", "hypothesis", "label"]].to_json(
+            d / f"{name}.jsonl", orient="records", lines=True
+        )
+    np.save(d / "X.npy", np.zeros((len(train) - 1, 4), dtype=np.float32))  # one row short
+    (d / "link.jsonl").symlink_to(d / "train.jsonl")
+    return d
+
+
+def _snapshot(d):
+    return {p.name: p.read_bytes() for p in d.iterdir() if p.is_file() and not p.is_symlink()}
+
+
+BAD = [
+    (["aflite", "{d}/train.jsonl", "--task", "nli", *FAST, "--write-filtered", "{d}/train.jsonl"],
+     "is an input of this run"),
+    (["aflite", "{d}/train.jsonl", "--task", "nli", *FAST, "--write-filtered", "{d}/link.jsonl"],
+     "is an input of this run"),
+    (["aflite", "{d}/train.jsonl", "--task", "nli", *FAST, "--write-filtered", "{d}/dev.jsonl"],
+     "exists; pass --force"),
+    (["aflite", "{d}/train.jsonl", "--task", "nli", *FAST, "--write-filtered", "{tmp}/k.xyz"],
+     "suffix"),
+    (["aflite", "{d}/train.jsonl", "--task", "nli", *FAST, "--view", "nope_only"], "nope_only"),
+    (["aflite", "{d}/train.jsonl", "--task", "nli", *FAST, "--group-by", "nope"],
+     "'group_by' parameter"),
+    (["aflite", "{d}/train.jsonl", "--task", "nli", *FAST, "--train-size", "100000"],
+     "train_size"),
+    (["aflite", "{d}/train.jsonl", "--task", "nli", "--features-npy", "{d}/X.npy",
+      "--partitions", "4"], "rows"),
+    (["leakage", "{d}/train.jsonl", "--task", "nli", "--condition", "nope_only"], "nope_only"),
+    (["leakage", "{d}/train.jsonl", "--task", "nli", "--features", "nope"], "'features'"),
+    (["demo", "--features", "nope"], "'features'"),
+    (["audit", "{d}/train.jsonl", "--task", "nli", "--set", "aflite.view=nope_only"], "nope_only"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "message"), BAD, ids=[f"case{i}" for i in range(len(BAD))])
+def test_bad_invocations_write_nothing(files, tmp_path, args, message):
+    before = _snapshot(files)
+    out = tmp_path / "run"
+    argv = [a.format(d=files, tmp=tmp_path) for a in args]
+    r = CliRunner().invoke(main, [*argv, "--out", str(out)])
+    assert r.exit_code == 2, r.output
+    assert message in r.output, r.output
+    assert r.output.strip().startswith("error:")
+    assert not out.exists()
+    assert _snapshot(files) == before
+
+
+def _leakage(files, out, *extra):
+    args = ["leakage", str(files / "train.jsonl"), "--task", "nli", "--folds", "3",
+            "--n-resamples", "20", "--features", "bow", "--out", str(out), *extra]  # fmt: skip
+    return CliRunner().invoke(main, args)
+
+
+def test_out_must_be_a_directory(files, tmp_path):
+    out = tmp_path / "file.txt"
+    out.write_text("mine")
+    r = _leakage(files, out)
+    assert r.exit_code == 2 and "is not a directory" in r.output
+    assert out.read_text() == "mine"
+
+
+def test_a_different_run_is_never_mixed_in(files, tmp_path):
+    out = tmp_path / "run"
+    assert _leakage(files, out).exit_code == 0
+    # The same run again, in place: allowed (a re-run).
+    assert _leakage(files, out).exit_code == 0
+    # A different run into the same directory: refused, nothing touched.
+    before = (out / "manifest.json").read_bytes()
+    args = ["aflite", str(files / "train.jsonl"), "--task", "nli", *FAST, "--out", str(out)]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 2 and "already holds a different run" in r.output
+    assert (out / "manifest.json").read_bytes() == before
+    # With --force the old run's files are replaced: one run per report.
+    r = CliRunner().invoke(main, [*args, "--force"])
+    assert r.exit_code == 0, r.output
+    assert not (out / "partial_input").exists() and (out / "aflite").is_dir()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert list(manifest["statuses"]) == ["aflite"]
+
+
+def test_a_users_own_files_are_not_overwritten(files, tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "report.html").write_text("my own report")
+    r = _leakage(files, out)
+    assert r.exit_code == 2 and "other files" in r.output
+    assert (out / "report.html").read_text() == "my own report"
+
+
+def test_stale_temp_files_are_cleaned(files, tmp_path):
+    out = tmp_path / "run"
+    assert _leakage(files, out).exit_code == 0
+    stale = out / "partial_input" / ".scores.parquet.abc.tmp"
+    stale.write_bytes(b"partial")
+    old = time.time() - 3600
+    os.utime(stale, (old, old))
+    assert _leakage(files, out).exit_code == 0
+    assert not stale.exists()
+
+
+def test_write_filtered_force_replaces_an_output(files, tmp_path):
+    kept = tmp_path / "kept.jsonl"
+    kept.write_text("old\n")
+    args = ["aflite", str(files / "train.jsonl"), "--task", "nli", *FAST,
+            "--out", str(tmp_path / "run"), "--write-filtered", str(kept), "--force"]  # fmt: skip
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    assert kept.read_text() != "old\n"
+
+
+def test_report_refuses_a_directory_that_is_not_a_run(tmp_path):
+    r = CliRunner().invoke(main, ["report", str(tmp_path)])
+    assert r.exit_code == 2 and "not a run directory" in r.output
+    assert not (tmp_path / "report.html").exists()
+
+
+def test_report_keeps_a_good_report_when_results_are_corrupt(files, tmp_path):
+    out = tmp_path / "run"
+    assert _leakage(files, out).exit_code == 0
+    good = (out / "report.html").read_bytes()
+    (out / "partial_input" / "metrics.json").write_text("{not json")
+    r = CliRunner().invoke(main, ["report", str(out)])
+    assert r.exit_code == 1 and "partial_input" in r.output
+    assert (out / "report.html").read_bytes() == good
+    r = CliRunner().invoke(main, ["report", str(out), "--force"])
+    assert r.exit_code == 0
+    assert (out / "report.html").read_bytes() != good
