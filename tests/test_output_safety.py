@@ -153,3 +153,36 @@ def test_report_keeps_a_good_report_when_results_are_corrupt(files, tmp_path):
     r = CliRunner().invoke(main, ["report", str(out), "--force"])
     assert r.exit_code == 0
     assert (out / "report.html").read_bytes() != good
+
+
+def test_evaluation_rows_that_occur_in_the_data_are_reported_and_droppable(files, tmp_path):
+    out = tmp_path / "run"
+    args = ["leakage", str(files / "train.jsonl"), "--eval", str(files / "train.jsonl"),
+            "--task", "nli", "--n-resamples", "20", "--features", "bow"]  # fmt: skip
+    r = CliRunner().invoke(main, [*args, "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert any("evaluation rows also occur in the data" in w for w in manifest["warnings"])
+    assert "also occur in the data" in (out / "report.html").read_text()
+    # Dropping them all leaves nothing to evaluate: a clear error, nothing written.
+    r = CliRunner().invoke(main, [*args, "--drop-overlap", "--out", str(tmp_path / "none")])
+    assert r.exit_code == 2 and "nothing would be left" in r.output
+    assert not (tmp_path / "none").exists()
+
+
+def test_rows_without_gold_labels_are_counted_and_bounded(tmp_path):
+    frame = make_nli_artifacts(n=80, random_state=4).dataset.frame
+    rows = frame[["premise", "hypothesis", "label"]].to_dict(orient="records")
+    for r in rows[:20]:
+        r["label"] = None  # 25% of the rows have no gold label
+    data = tmp_path / "half.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    base = ["leakage", str(data), "--task", "nli", "--folds", "2", "--features", "bow",
+            "--n-resamples", "20"]  # fmt: skip
+    r = CliRunner().invoke(main, [*base, "--out", str(tmp_path / "a")])
+    assert r.exit_code == 2 and "have no gold label" in r.output and "--max-dropped" in r.output
+    assert not (tmp_path / "a").exists()
+    r = CliRunner().invoke(main, [*base, "--max-dropped", "0.5", "--out", str(tmp_path / "b")])
+    assert r.exit_code == 0, r.output
+    manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    assert any("20 of 80 rows" in w for w in manifest["warnings"])

@@ -126,6 +126,9 @@ class RunContext:
         self._memo: dict[str, Any] = {}
         #: Seconds spent building each artifact (key -> s), for the manifest.
         self.timings: dict[str, float] = {}
+        #: What a person should know about the inputs (rows dropped, overlaps), for the
+        #: manifest and the report.
+        self.warnings: list[str] = []
 
     # -- the datasets ------------------------------------------------------------------
     @property

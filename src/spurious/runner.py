@@ -61,7 +61,11 @@ INPUT_KEYS = (
     "heuristics_train",
     "annotations",
     "synthetic",
+    "drop_overlap",
+    "max_dropped",
 )
+#: Rows without a gold label beyond this fraction of a file stop the run (``max_dropped``).
+MAX_DROPPED_DEFAULT = 0.1
 CONFIG_KEYS = ("inputs", "analyses", "seed", "profile")
 
 
@@ -226,6 +230,10 @@ def load_inputs(inputs: Mapping[str, Any], *, progress: bool | None = None) -> R
             ev = target
         else:
             train = target
+    warnings = [*_dropped_rows(train, inputs), *([] if ev is None else _dropped_rows(ev, inputs))]
+    if ev is not None:
+        ev, note = _overlap(train, ev, drop=bool(inputs.get("drop_overlap")))
+        warnings.extend(note)
     target = ev if ev is not None else train
     preds = []
     if inputs.get("predictions"):
@@ -233,7 +241,7 @@ def load_inputs(inputs: Mapping[str, Any], *, progress: bool | None = None) -> R
 
         preds = [load_predictions(p, target) for p in inputs["predictions"]]
     attributes = read_attributes(inputs["attributes"]) if inputs.get("attributes") else None
-    return RunContext(
+    ctx = RunContext(
         train,
         ev,
         predictions=preds,
@@ -241,6 +249,52 @@ def load_inputs(inputs: Mapping[str, Any], *, progress: bool | None = None) -> R
         heuristics_train=h_train,
         progress=progress,
     )
+    for w in warnings:
+        logger.warning("%s", w)
+    ctx.warnings.extend(warnings)
+    return ctx
+
+
+def _dropped_rows(ds: Dataset, inputs: Mapping[str, Any]) -> list[str]:
+    """A warning for rows dropped for lack of a gold label; an error beyond ``max_dropped``."""
+    dropped = int(ds.frame.attrs.get("n_dropped_no_gold", 0))
+    if not dropped:
+        return []
+    limit = inputs.get("max_dropped")
+    limit = MAX_DROPPED_DEFAULT if limit is None else float(limit)
+    share = dropped / (dropped + len(ds))
+    msg = (
+        f"{ds.name}: {dropped:,} of {dropped + len(ds):,} rows ({share:.1%}) have no gold label "
+        "and were left out"
+    )
+    if share > limit:
+        raise SchemaError(
+            f"{msg}, more than the {limit:.0%} allowed; check the label column (--field-map "
+            "label=COLUMN), or allow it with --max-dropped FRACTION."
+        )
+    return [msg + "."]
+
+
+def _overlap(train: Dataset, ev: Dataset, *, drop: bool) -> tuple[Dataset, list[str]]:
+    """Evaluation rows that also occur in the data (same id, or same text in every field).
+
+    Shared rows inflate every held-out score; they are reported, and dropped on request.
+    """
+    fields = list(train.task.text_fields)
+    ids = set(train.ids)
+    texts = set(map(tuple, train.frame[fields].astype(str).itertuples(index=False, name=None)))
+    ev_texts = ev.frame[fields].astype(str).itertuples(index=False, name=None)
+    shared = [i in ids or t in texts for i, t in zip(ev.ids, ev_texts, strict=True)]
+    n = int(sum(shared))
+    if not n:
+        return ev, []
+    what = f"{n:,} of {len(ev):,} evaluation rows also occur in the data (same id or same text)"
+    if not drop:
+        return ev, [f"{what}; held-out scores are inflated. Pass --drop-overlap to leave them out."]
+    keep = [i for i, s in enumerate(shared) if not s]
+    if not keep:
+        raise SchemaError(f"{what}: every evaluation row; nothing would be left to evaluate.")
+    return ev.subset(keep, name=ev.name), [f"{what}; they were left out (--drop-overlap)."]
 
 
 def _synthetic(spec: Mapping[str, Any]) -> tuple[Dataset, Dataset | None]:
@@ -387,6 +441,7 @@ def write_manifest(
     datasets: dict[str, dict[str, Any]],
     results: Mapping[str, Result],
     timings: dict[str, float],
+    warnings: Sequence[str] = (),
 ) -> Path:
     """Write ``out/manifest.json`` atomically."""
     manifest = {
@@ -399,6 +454,7 @@ def write_manifest(
         "detectors": list(results),
         "statuses": {k: r.status for k, r in results.items()},
         "skipped": {k: r.error for k, r in results.items() if r.status == "skipped"},
+        "warnings": list(warnings),
         "config": to_jsonable(config),
         "timings": {k: round(v, 4) for k, v in timings.items()},
     }
@@ -584,6 +640,7 @@ def execute(
             datasets=datasets,
             results=results,
             timings=timings,
+            warnings=ctx.warnings,
         )
         run.out = out
         if report:

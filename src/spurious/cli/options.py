@@ -48,11 +48,27 @@ def task_option(help: str = "Task of the data.") -> Callable[[F], F]:
     return click.option("--task", type=TASK_CHOICE, required=True, help=help)
 
 
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    # Options that only shape the run's inputs are kept aside for run_inputs, so every
+    # command gets them without a parameter of its own.
+    ctx.meta[f"spurious.{param.name}"] = value
+    return value
+
+
 def eval_option(help: str) -> Callable[[F], F]:
-    """``--eval`` with a command-specific meaning."""
-    return click.option(
+    """``--eval`` with a command-specific meaning, and ``--drop-overlap``."""
+    ev = click.option(
         "--eval", "eval_path", type=click.Path(path_type=Path), default=None, help=help
     )
+    drop = click.option(
+        "--drop-overlap",
+        is_flag=True,
+        expose_value=False,
+        callback=_remember,
+        help="Leave out evaluation rows that also occur in DATA (same id or same text); by "
+        "default they are kept and counted in a warning, since they inflate held-out scores.",
+    )
+    return lambda f: ev(drop(f))
 
 
 def field_map_option(f: F) -> F:
@@ -96,7 +112,16 @@ def out_option(command: str) -> Callable[[F], F]:
         help="Replace a different run already in --out (its results, manifest and report) "
         "and an existing output file.",
     )
-    return lambda f: out(force(f))
+    dropped = click.option(
+        "--max-dropped",
+        type=float,
+        default=None,
+        expose_value=False,
+        callback=_remember,
+        help="Largest fraction of rows without a gold label that may be left out before the "
+        "run stops with an error (default 0.1); the count is always reported.",
+    )
+    return lambda f: out(force(dropped(f)))
 
 
 def input_options(f: F) -> F:
@@ -151,6 +176,12 @@ def run_inputs(
     """
     fmap = field_map if isinstance(field_map, dict) else parse_field_map(field_map)
     out: dict[str, Any] = {"data": str(data), "task": task, "format": fmt, "field_map": fmap}
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        for key in ("drop_overlap", "max_dropped"):
+            value = ctx.meta.get(f"spurious.{key}")
+            if value:  # unset flags stay out of the config
+                out[key] = value
     for key, value in paths.items():
         if key == "predictions":
             out[key] = [str(p) for p in value]

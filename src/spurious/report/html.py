@@ -330,6 +330,10 @@ def _page(
     for e in entries:
         e.anchor = _slug(e.name, used)
     overview = build_overview(entries, manifest)
+    # What the run itself warned about (rows dropped, evaluation overlapping the data).
+    data_warnings = manifest.get("warnings")
+    if isinstance(data_warnings, list):
+        warnings = [*map(str, data_warnings), *warnings]
     if not entries and not overview.skipped and not overview.failed:
         warnings.append("No analysis results (folders with result.json) were found.")
     n = len(overview.findings) + len(overview.skipped) + len(overview.failed)
