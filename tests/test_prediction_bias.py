@@ -276,3 +276,29 @@ def test_sweep_is_vectorised_and_fast():
         threshold_search((rng.random(n) < 0.7).astype(float), attr)
     # 3 x 60 candidates x 2 groups x 100 x 800 draws; a Python loop per resample takes minutes.
     assert time.perf_counter() - start < 10
+
+
+def test_monte_carlo_spread_is_reported_beside_every_bias():
+    """The bias moves with the bootstrap seed; its sd is measured and reported (issue 13)."""
+    ds, preds, attributes = _toy_qa()
+    res = bias_table(ds, preds, attributes, metric="em", n_trials=100, sample_size=400)
+    m = res.metrics
+    for name in ("biased", "fair"):
+        sd = m[f"bias_mc_sd_{name}_h"]
+        assert np.isfinite(sd) and 0 <= sd < 0.03
+    # The sd is what it says: biases at other seeds scatter by about that much.
+    s = res.scores
+    others = [
+        prediction_bias(
+            s["score_biased"].to_numpy(), s["attr_h"].to_numpy(), 6.0,
+            n_trials=100, sample_size=400, random_state=seed,
+        ).bias
+        for seed in range(1, 9)
+    ]  # fmt: skip
+    assert np.std(others, ddof=1) == pytest.approx(m["bias_mc_sd_biased_h"], rel=1.5, abs=0.004)
+    # Same seed, same spread: it is reproducible.
+    again = bias_table(ds, preds, attributes, metric="em", n_trials=100, sample_size=400)
+    assert again.metrics["bias_mc_sd_biased_h"] == m["bias_mc_sd_biased_h"]
+    # Too few trials: a warning that says how large a difference is noise.
+    few = bias_table(ds, preds, attributes, metric="em", n_trials=5, sample_size=50)
+    assert any("Raise n_trials" in w for w in few.details["warnings"])

@@ -34,8 +34,8 @@ def print_bias_table(res: Any) -> None:
     has_human = bool(d.get("natural"))
     shared = d.get("shared_threshold", True)
     names = [*models, *(["human"] if has_human else [])]
-    width = max([12, *(len(n) for n in names)]) + 2
-    click.echo(f"\nprediction bias ({d.get('metric')}): bias / worse-group mean")
+    width = max([20, *(len(n) for n in names)]) + 2
+    click.echo(f"\nprediction bias ({d.get('metric')}): bias ± Monte-Carlo sd / worse-group mean")
     head = (
         f"{'heuristic':<24}"
         + ("T      n_low/n_high   " if shared else "")
@@ -49,19 +49,27 @@ def print_bias_table(res: Any) -> None:
             sizes = f"{int(m.get(f'n_low_{h}', 0))}/{int(m.get(f'n_high_{h}', 0))}"
             line += f"{t:<7g}{sizes:<15}"
         for name in models:
-            line += f"{_cell(m.get(f'bias_{name}_{h}'), m.get(f'worse_group_{name}_{h}')):>{width}}"
+            cell = _cell(
+                m.get(f"bias_{name}_{h}"),
+                m.get(f"worse_group_{name}_{h}"),
+                m.get(f"bias_mc_sd_{name}_{h}"),
+            )
+            line += f"{cell:>{width}}"
         if has_human:
             line += (
                 f"{_cell(m.get(f'natural_bias_{h}'), m.get(f'natural_worse_group_{h}')):>{width}}"
             )
         click.echo(line)
+    for warning in d.get("warnings") or []:
+        click.secho(f"warning: {warning}", fg="yellow")
 
 
-def _cell(bias: float | None, worse: float | None) -> str:
+def _cell(bias: float | None, worse: float | None, sd: float | None = None) -> str:
     def f(v: float | None) -> str:
         return "-" if v is None or not math.isfinite(v) else f"{v:.3f}"
 
-    return f"{f(bias)} / {f(worse)}"
+    spread = f"±{f(sd)}" if sd is not None and math.isfinite(sd) else ""
+    return f"{f(bias)}{spread} / {f(worse)}"
 
 
 @click.command("bias")

@@ -192,32 +192,32 @@ class _Data:
 
 
 class _Preconditioner:
-    """Change of variables ``theta = start + phi @ Linv`` (row vectors).
+    """The initial inverse Hessian ``H0 = H^{-1}`` of L-BFGS, from a Hessian estimate ``H``.
 
-    ``Linv`` is the inverse Cholesky factor of a Hessian estimate ``H = L L^T``: in the
-    coordinates ``phi`` that Hessian is the identity. Dense ``(D, D)`` when the parameter
-    count ``D = (d+1) r`` is small enough, else block-diagonal over the ``r`` logits
-    (``(r, d+1, d+1)``, class coupling ignored).
+    L-BFGS with ``H0 = H^{-1}`` is L-BFGS with an identity ``H0`` in the coordinates in
+    which ``H`` is the identity (same iterates in exact arithmetic), at one product with
+    ``H^{-1}`` per iteration instead of two changes of variables per evaluation. ``H^{-1}``
+    is dense ``(D, D)`` when the parameter count ``D = (d+1) r`` is small enough, else
+    block-diagonal over the ``r`` logits (``(r, d+1, d+1)``, class coupling ignored), or
+    ``None`` (the identity). It is applied in float32: it only shapes the search
+    direction, while steps are accepted and stopped on float64 gradients.
     """
 
-    def __init__(self, linv: Any, blocked: bool) -> None:
-        self.linv = linv
+    def __init__(self, hinv: Any, blocked: bool) -> None:
+        self.hinv = hinv
         self.blocked = blocked
-        self.linv_t = linv.transpose(-1, -2).contiguous()
 
-    def _apply(self, v: Any, mat: Any) -> Any:
-        g, a, r = v.shape
+    def apply(self, q: Any, shape: tuple[int, int, int]) -> Any:
+        """``H0 q`` for ``q`` (g, D) float64 (parameters laid out as ``shape`` (g, a, r))."""
+        if self.hinv is None:
+            return q
+        g, a, r = shape
+        q32 = q.to(self.hinv.dtype)
         if not self.blocked:
-            return (v.reshape(g, a * r) @ mat).view(g, a, r)
-        return (v.permute(2, 0, 1) @ mat).permute(1, 2, 0)
-
-    def to_theta(self, phi: Any) -> Any:
-        """``phi`` (g, d+1, r) -> parameter offset (g, d+1, r)."""
-        return self._apply(phi, self.linv)
-
-    def to_phi(self, grad: Any) -> Any:
-        """Gradient w.r.t. theta (g, d+1, r) -> gradient w.r.t. phi."""
-        return self._apply(grad, self.linv_t)
+            out = q32 @ self.hinv
+        else:
+            out = (q32.view(g, a, r).permute(2, 0, 1) @ self.hinv).permute(1, 2, 0)
+        return out.reshape(g, a * r).to(q.dtype)
 
 
 @dataclass(frozen=True)
@@ -236,9 +236,9 @@ class SharedStart:
     ----------
     theta : ndarray of shape (d + 1, r)
         Pooled solution (weights, then intercept) in the free logits; zero without pooling.
-    linv : ndarray
-        Inverse Cholesky factor of the Hessian estimate: ``(D, D)`` with ``D = (d+1) r``,
-        or ``(r, d+1, d+1)`` when ``blocked``.
+    hinv : ndarray or None
+        Inverse of the Hessian estimate (float32): ``(D, D)`` with ``D = (d+1) r``, or
+        ``(r, d+1, d+1)`` when ``blocked``; ``None`` without preconditioning.
     blocked : bool
         Block-diagonal preconditioner (class coupling ignored).
     ref_present : ndarray of shape (n_classes,)
@@ -252,7 +252,7 @@ class SharedStart:
     """
 
     theta: np.ndarray
-    linv: np.ndarray
+    hinv: np.ndarray | None
     blocked: bool
     ref_present: np.ndarray
     key: dict[str, Any]
@@ -385,11 +385,12 @@ def _lbfgs(
 ) -> tuple[Any, Any, Any]:
     """Batched L-BFGS with an independent line search per classifier.
 
-    Minimises over ``phi`` with ``theta = start + precond.to_theta(phi)``. Returns
-    ``theta`` (g, d+1, r), iterations (g,) and status codes (g,). ``scale_h0``: scale
-    the initial inverse Hessian by ``s'y / y'y`` (standard L-BFGS); without it the
-    initial inverse Hessian is the identity, right when the preconditioner is a good
-    Hessian estimate (one step's curvature ratio would mis-scale all other directions).
+    Minimises over ``theta`` (g, d+1, r) from ``start``, with the initial inverse
+    Hessian ``precond`` (see :class:`_Preconditioner`). Returns ``theta``, iterations
+    (g,) and status codes (g,). ``scale_h0``: scale the initial inverse Hessian by
+    ``s'y / y'y`` (standard L-BFGS); without it ``H0`` is used as is, right when it is
+    a good Hessian estimate (one step's curvature ratio would mis-scale all other
+    directions).
     """
     torch = _torch()
     dev = start.device
@@ -397,14 +398,14 @@ def _lbfgs(
     D = a * r
     f64 = torch.float64
 
-    def evaluate(phi):
-        grad, gmax = group.gradient(start + precond.to_theta(phi.view(g, a, r)), low)
-        return precond.to_phi(grad).reshape(g, D), gmax
+    def evaluate(x):
+        grad, gmax = group.gradient(x.view(g, a, r), low)
+        return grad.reshape(g, D), gmax
 
     def dot(u, v):
         return (u * v).sum(1)
 
-    phi = torch.zeros(g, D, dtype=f64, device=dev)
+    phi = start.reshape(g, D).to(f64, copy=True)
     gphi, gmax = evaluate(phi)
     n_iter = torch.zeros(g, dtype=torch.long, device=dev)
     status = torch.full((g,), RUNNING, dtype=torch.long, device=dev)
@@ -427,10 +428,11 @@ def _lbfgs(
             alpha_i = rho[i] * dot(s_hist[i], q)
             q -= alpha_i[:, None] * y_hist[i]
             alphas.append(alpha_i)
-        if scale_h0:
+        q = precond.apply(q, (g, a, r))
+        if scale_h0 and used:
             yy = dot(y_hist[0], y_hist[0])
             known = (rho[0] > 0) & (yy > 0)
-            # Initial Hessian gamma * I with gamma = s'y / y'y of the newest pair.
+            # Initial Hessian gamma * H0 with gamma = s'y / y'y of the newest pair.
             gamma = torch.where(known, 1.0 / (rho[0] * torch.where(known, yy, 1.0)), 1.0)
             q *= gamma[:, None]
         for i in reversed(range(used)):
@@ -438,13 +440,13 @@ def _lbfgs(
             q += (alphas[i] - beta)[:, None] * s_hist[i]
         return -q
 
-    p = -gphi
+    p = direction(gphi)
     slope0 = dot(gphi, p)
     if first_step == "unit":
         step = torch.ones(g, dtype=f64, device=dev)
     else:
         # Unpreconditioned start: scale the first step like torch/scipy (1 / ||g||_1).
-        step = torch.clamp(1.0 / gphi.abs().sum(1).clamp_min(1e-300), max=1.0)
+        step = torch.clamp(1.0 / p.abs().sum(1).clamp_min(1e-300), max=1.0)
     lo_a = torch.zeros(g, dtype=f64, device=dev)
     lo_d = slope0.clone()
     hi_a = torch.full((g,), math.inf, dtype=f64, device=dev)
@@ -510,11 +512,12 @@ def _lbfgs(
             p_new = direction(gphi)
             slope_new = dot(gphi, p_new)
             # Not a descent direction (numerical trouble): forget the history and
-            # restart from steepest descent.
+            # restart from the preconditioned gradient.
             reset = renew & ~(slope_new < 0)
             if bool(reset.any()):
-                p_new = torch.where(reset[:, None], -gphi, p_new)
-                slope_new = torch.where(reset, -dot(gphi, gphi), slope_new)
+                p_reset = -precond.apply(gphi, (g, a, r))
+                p_new = torch.where(reset[:, None], p_reset, p_new)
+                slope_new = torch.where(reset, dot(gphi, p_reset), slope_new)
                 s_hist = torch.where(reset[None, :, None], 0.0, s_hist)
                 y_hist = torch.where(reset[None, :, None], 0.0, y_hist)
                 rho = torch.where(reset[None, :], 0.0, rho)
@@ -527,8 +530,7 @@ def _lbfgs(
             hi_d = torch.where(renew, 0.0, hi_d)
             n_ls = torch.where(renew, 0, n_ls)
 
-    theta = start + precond.to_theta(phi.view(g, a, r))
-    return theta, n_iter, status
+    return phi.view(g, a, r), n_iter, status
 
 
 class BatchedLogisticRegression:
@@ -785,7 +787,8 @@ class BatchedLogisticRegression:
             start_stats = {"reused": True}
         theta_ref, ref_present = start.theta, start.ref_present
         precond = _Preconditioner(
-            torch.from_numpy(start.linv).to(device, torch.float64), start.blocked
+            None if start.hinv is None else torch.from_numpy(start.hinv).to(device),
+            start.blocked,
         )
         w_ref = z_ref = None
         if theta_ref.any():
@@ -867,7 +870,7 @@ class BatchedLogisticRegression:
         n, d, n_pred = data.n, data.d, X_predict.shape[0]
         per_eval = 2.0 * 2.0 * n * d * g * r  # forward + gradient GEMM of one group
         D = (d + 1) * r
-        precond_per_eval = 2.0 * 2.0 * g * (D * D if not precond.blocked else D * (d + 1))
+        precond_per_eval = 2.0 * g * (D * D if not precond.blocked else D * (d + 1))
         self.stats_ = {
             "timings_s": timings,
             "gradient_evals": evals,
@@ -880,7 +883,7 @@ class BatchedLogisticRegression:
                 "shared_start_gemm": start_stats.get("gemm_flops", 0.0)
                 + (2.0 * n * d * r if w_ref is not None else 0.0),
                 "predict_gemm": 2.0 * n_pred * d * g * r * n_groups,
-                "preconditioner_float64": precond_per_eval * sum(evals.values()),
+                "preconditioner": precond_per_eval * sum(evals.values()),
             },
             "device": str(device),
             "dtype": self.dtype,
@@ -986,7 +989,7 @@ class BatchedLogisticRegression:
         stats["seconds"] = time.perf_counter() - t_start
         return SharedStart(
             theta=theta,
-            linv=precond.linv.cpu().numpy(),
+            hinv=None if precond.hinv is None else precond.hinv.cpu().numpy(),
             blocked=precond.blocked,
             ref_present=ref_present,
             key=self._start_key(data.d, data.n_classes, t),
@@ -1011,8 +1014,7 @@ class BatchedLogisticRegression:
             "gemm_flops": 0.0,
         }
         if self.precondition == "none":
-            eye = torch.eye((d + 1) * r, dtype=torch.float64, device=dev)
-            return theta, _Preconditioner(eye, blocked=False), ref_present, stats
+            return theta, _Preconditioner(None, blocked=False), ref_present, stats
         # At zero the Hessian is a covariance (one GEMM); a smaller sample will do for
         # the pooled fit, which is cheap to iterate.
         zero_rows = pool_rows[:: max(1, len(pool_rows) // _ZERO_HESSIAN_ROWS)]
@@ -1090,7 +1092,7 @@ class BatchedLogisticRegression:
         present: np.ndarray,
         data: _Data,
     ) -> _Preconditioner:
-        """Inverse Cholesky factor of the objective's Hessian at ``theta`` on rows ``x``."""
+        """Inverse of the objective's Hessian at ``theta`` on rows ``x`` (a preconditioner)."""
         torch = _torch()
         d, r, dev = data.d, data.r, data.device
         n_rows = int(x.shape[0])
@@ -1131,10 +1133,10 @@ class BatchedLogisticRegression:
         for c in range(r):
             H[idx, c, idx, c] += diag[:, c]
         if blocked:
-            linv = _inv_cholesky(torch.stack([H[:, c, :, c] for c in range(r)]))
+            hinv = _inverse_spd(torch.stack([H[:, c, :, c] for c in range(r)]))
         else:
-            linv = _inv_cholesky(H.reshape(D, D))
-        return _Preconditioner(linv, blocked=blocked)
+            hinv = _inverse_spd(H.reshape(D, D))
+        return _Preconditioner(hinv.to(torch.float32), blocked=blocked)
 
     def _store(self, theta, basis, present, n_iter, status) -> None:
         d = theta.shape[1] - 1
@@ -1182,8 +1184,9 @@ def _centred_bf16(x: Any, mean: Any, block: int = 65536) -> Any:
     return out
 
 
-def _inv_cholesky(H: Any) -> Any:
-    """``L^{-1}`` for ``H = L L^T`` (float64), with a jitter retry for near-singular H."""
+def _inverse_spd(H: Any) -> Any:
+    """``H^{-1}`` of a symmetric positive definite ``H`` (float64, through its Cholesky
+    factor), with a jitter retry for a near-singular ``H``."""
     torch = _torch()
     eye = torch.eye(H.shape[-1], dtype=H.dtype, device=H.device)
     jitter = 0.0
@@ -1191,7 +1194,7 @@ def _inv_cholesky(H: Any) -> Any:
     for _ in range(6):
         L, info = torch.linalg.cholesky_ex(H + jitter * scale * eye)
         if int(info.max()) == 0:
-            return torch.linalg.solve_triangular(L, eye.expand_as(L), upper=False)
+            return torch.cholesky_inverse(L)
         jitter = 1e-10 if jitter == 0.0 else jitter * 100
     raise ParameterError(
         "BatchedLogisticRegression: the Hessian estimate is not positive definite."

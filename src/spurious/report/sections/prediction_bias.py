@@ -53,7 +53,9 @@ groups' bootstrap intervals, Algorithm 1; 0 when they overlap) and, below it, th
 {{ metric }} on the <i>worse</i> group. Groups: <i>low</i> = heuristic &le; T,
 <i>high</i> = heuristic &gt; T. The <b>human</b> row is the natural bias: the minimum
 over annotators scored against the other annotators, at the same threshold. A bias is
-only meaningful above the human level. Cell colour follows the bias (scale below).</p>"""
+only meaningful above the human level. &plusmn; is the Monte-Carlo sd of the bias over
+bootstrap seeds: differences smaller than about three of them are resampling noise.
+Cell colour follows the bias (scale below).</p>"""
 
 
 def _num(value: Any, kind: str = "float") -> str:
@@ -92,8 +94,13 @@ def _bias_cell(row: Mapping[str, Any] | None, vmax: float) -> Cell:
         return Cell(text=MISSING, sort="", numeric=True, css="missing")
     bias = finite(row.get("bias"))
     worse = finite(row.get("worse_performance"))
+    sd = finite(row.get("bias_mc_sd"))
     text = render_fragment(
-        '{{ b }}<br><span class="ci">worse {{ w }}</span>', b=_num(bias), w=_num(worse)
+        '{{ b }}{% if sd %}<span class="ci"> &plusmn;{{ sd }}</span>{% endif %}'
+        '<br><span class="ci">worse {{ w }}</span>',
+        b=_num(bias),
+        sd=None if sd is None else _num(sd),
+        w=_num(worse),
     )
     title = (
         f"threshold {row.get('threshold')}, n_low {row.get('n_low')}, n_high {row.get('n_high')}"
@@ -374,7 +381,7 @@ def prediction_bias_section(result: Result) -> Section:
         else "Each model is split at its own best threshold."
     )
     body = render_fragment(
-        "<p>"
+        '{% for w in warns %}<p class="callout warn">{{ w }}</p>{% endfor %}<p>'
         + how
         + """ Bootstrap: {{ trials }} trials of {{ size }} examples per group,
 quantiles {{ q }}.</p>
@@ -384,6 +391,7 @@ quantiles {{ q }}.</p>
 {{ figs }}
 <h4>All splits</h4>
 {{ detail }}""",
+        warns=[str(w) for w in details.get("warnings") or []],
         ref=details.get("reference"),
         trials=result.params.get("n_trials", "?"),
         size=result.params.get("sample_size", "?"),
