@@ -40,6 +40,7 @@ _EXPORTS = {
     "compute_heuristics": "spurious.heuristics",
     "list_heuristics": "spurious.heuristics",
     "write_filtered": "spurious.actions",
+    "filter_source": "spurious.actions",
     "resample_file": "spurious.actions.resample",
     "render_report": "spurious.report",
     "render": "spurious.report",

@@ -212,13 +212,16 @@ class RunContext:
         self._featurizers.setdefault(key, featurizer)
         return self.artifact("features", featurizer=key, view=view, split=split)
 
-    def heuristics(self, names: Sequence[str]) -> pd.DataFrame:
+    def heuristics(
+        self, names: Sequence[str], params: dict[str, dict[str, Any]] | None = None
+    ) -> pd.DataFrame:
         """Heuristic attributes of :attr:`target`: ``id`` + one column per name.
 
         Supplied ``attributes`` are used when they hold the names; otherwise the values
-        are computed (and cached on disk by the heuristics package).
+        are computed (and cached on disk by the heuristics package). ``params`` configures
+        heuristics by name (e.g. ``{"answer_length": {"aggregate": "mean"}}``).
         """
-        return self.artifact("heuristics", names=list(names))
+        return self.artifact("heuristics", names=list(names), params=dict(params or {}))
 
     # -- internals ---------------------------------------------------------------------
     @property
@@ -272,8 +275,8 @@ def _features(ctx: RunContext, *, featurizer: str, view: str, split: str) -> Any
 
 
 @register_artifact("heuristics")
-def _heuristics(ctx: RunContext, *, names: list[str]) -> Any:
-    from spurious.heuristics import compute_heuristics
+def _heuristics(ctx: RunContext, *, names: list[str], params: dict[str, Any]) -> Any:
+    from spurious.heuristics import compute_heuristics, get_heuristic
 
     supplied = ctx.attributes
     if supplied is not None and all(n in supplied.columns for n in names):
@@ -281,4 +284,8 @@ def _heuristics(ctx: RunContext, *, names: list[str]) -> Any:
     fit_on = ctx.heuristics_train
     if fit_on is None and ctx.eval is not None:
         fit_on = ctx.train
-    return compute_heuristics(ctx.target, names, train=fit_on, progress=ctx.progress)
+    task = ctx.target.task.name
+    specs = [
+        get_heuristic(n, task=task)(**params[n]) if n in params else n for n in names
+    ]
+    return compute_heuristics(ctx.target, specs, train=fit_on, progress=ctx.progress)

@@ -63,6 +63,9 @@ INPUT_KEYS = (
     "synthetic",
     "drop_overlap",
     "max_dropped",
+    "split",
+    "allow_network",
+    "strict_predictions",
 )
 #: Rows without a gold label beyond this fraction of a file stop the run (``max_dropped``).
 MAX_DROPPED_DEFAULT = 0.1
@@ -210,7 +213,9 @@ def load_inputs(inputs: Mapping[str, Any], *, progress: bool | None = None) -> R
                     f"inputs.{key} was an in-memory dataset ({inputs[key]}); a config can only "
                     f"re-load files. Set inputs.{key} to the data's path."
                 )
-        train = load_dataset(inputs["data"], task, field_map=fmap, format=fmt)
+        # --split and --allow-network apply to DATA (a DatasetDict folder or a Hub name).
+        where = {"split": inputs.get("split"), "allow_network": bool(inputs.get("allow_network"))}
+        train = load_dataset(inputs["data"], task, field_map=fmap, format=fmt, **where)
         ev = None
         if inputs.get("eval"):
             ev = load_dataset(
@@ -239,7 +244,8 @@ def load_inputs(inputs: Mapping[str, Any], *, progress: bool | None = None) -> R
     if inputs.get("predictions"):
         from spurious.data.predictions import load_predictions
 
-        preds = [load_predictions(p, target) for p in inputs["predictions"]]
+        on_missing = "error" if inputs.get("strict_predictions") else "wrong"
+        preds = [load_predictions(p, target, on_missing=on_missing) for p in inputs["predictions"]]
     attributes = read_attributes(inputs["attributes"]) if inputs.get("attributes") else None
     ctx = RunContext(
         train,

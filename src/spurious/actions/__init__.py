@@ -1,5 +1,19 @@
-"""Actions: new datasets built from detector results (filtered sets, ...)."""
+"""Actions: new datasets built from analysis results (filtered sets, resampled sets)."""
 
-from spurious.actions.filter import FILTER_FORMATS, filter_dataset, kept_mask, write_filtered
+from spurious.actions.filter import (
+    FILTER_FORMATS,
+    filter_dataset,
+    filter_source,
+    kept_mask,
+    output_format,
+    write_filtered,
+)
 
-__all__ = ["FILTER_FORMATS", "filter_dataset", "kept_mask", "write_filtered"]
+__all__ = [
+    "FILTER_FORMATS",
+    "filter_dataset",
+    "filter_source",
+    "kept_mask",
+    "output_format",
+    "write_filtered",
+]

@@ -50,6 +50,7 @@ def parse_set(items: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     "files after the first (e.g. from a shell glob) are taken too. Enables prediction bias.",
     multiple=True,
 )
+@options.strict_predictions_option
 @options.file_opt(
     "--annotations",
     "Per-example annotator labels (a file with 'id' and 'annotator_labels') for the judged split.",

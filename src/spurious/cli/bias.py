@@ -73,7 +73,7 @@ def _cell(bias: float | None, worse: float | None, sd: float | None = None) -> s
 
 
 @click.command("bias")
-@options.data_argument(exists=True)
+@options.data_argument()
 @click.argument("extra_predictions", nargs=-1, type=click.Path(path_type=Path))
 @options.task_option("Task of DATA (qa for SQuAD files).")
 @options.opt(
@@ -136,6 +136,14 @@ def _cell(bias: float | None, worse: float | None, sd: float | None = None) -> s
     default=800,
 )
 @options.opt(
+    "--aggregate",
+    "answer_length: words of the first annotator's answer (first) or the mean over all "
+    "annotators' answers (mean, as the paper's reference code).",
+    type=click.Choice(["first", "mean"]),
+    default="first",
+)
+@options.strict_predictions_option
+@options.opt(
     "--no-natural",
     "Do not compute the natural (human) bias from the annotators' answers.",
     is_flag=True,
@@ -158,6 +166,7 @@ def bias(
     metric: str | None,
     n_trials: int,
     sample_size: int,
+    aggregate: str,
     no_natural: bool,
     field_map: tuple[str, ...],
     fmt: str | None,
@@ -184,6 +193,10 @@ def bias(
         raise click.UsageError("give at least one prediction file with --predictions")
     params = {
         "heuristics": list(heuristics) or None,
+        # Only a non-default reading is recorded, so existing configs stay unchanged.
+        "heuristic_params": {"answer_length": {"aggregate": aggregate}}
+        if aggregate != "first"
+        else None,
         "no_spacy": no_spacy,
         "metric": metric,
         "shared_threshold": not own_threshold,

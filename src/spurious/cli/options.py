@@ -98,7 +98,11 @@ def seed_option(help: str = "Random seed.") -> Callable[[F], F]:
 
 
 def out_option(command: str) -> Callable[[F], F]:
-    """``--out DIR`` (default ``runs/<command>-<timestamp>``) and ``--force``."""
+    """The options of a command that writes a run directory.
+
+    ``--out DIR`` (default ``runs/<command>-<timestamp>``), ``--force``, and the input
+    options every run shares: ``--max-dropped``, ``--split``, ``--allow-network``.
+    """
     out = click.option(
         "--out",
         type=click.Path(path_type=Path),
@@ -121,7 +125,23 @@ def out_option(command: str) -> Callable[[F], F]:
         help="Largest fraction of rows without a gold label that may be left out before the "
         "run stops with an error (default 0.1); the count is always reported.",
     )
-    return lambda f: out(force(dropped(f)))
+    split = click.option(
+        "--split",
+        default=None,
+        expose_value=False,
+        callback=_remember,
+        help="Split to read when DATA is a Hugging Face DatasetDict folder (save_to_disk) "
+        "or, with --allow-network, a Hub dataset.",
+    )
+    network = click.option(
+        "--allow-network",
+        is_flag=True,
+        expose_value=False,
+        callback=_remember,
+        help="Read DATA that is not a local path as a Hugging Face Hub dataset name "
+        "(downloads it); off by default, everything else works offline.",
+    )
+    return lambda f: out(force(dropped(split(network(f)))))
 
 
 def input_options(f: F) -> F:
@@ -178,7 +198,7 @@ def run_inputs(
     out: dict[str, Any] = {"data": str(data), "task": task, "format": fmt, "field_map": fmap}
     ctx = click.get_current_context(silent=True)
     if ctx is not None:
-        for key in ("drop_overlap", "max_dropped"):
+        for key in ("drop_overlap", "max_dropped", "split", "allow_network", "strict_predictions"):
             value = ctx.meta.get(f"spurious.{key}")
             if value:  # unset flags stay out of the config
                 out[key] = value
@@ -188,3 +208,15 @@ def run_inputs(
         else:
             out[key] = None if value is None else str(value)
     return out
+
+
+def strict_predictions_option(f: F) -> F:
+    """``--strict-predictions``: a prediction file lacking ids is an error."""
+    return click.option(
+        "--strict-predictions",
+        is_flag=True,
+        expose_value=False,
+        callback=_remember,
+        help="Refuse a prediction file that lacks some of the dataset's ids (by default they "
+        "are scored as wrong, with a warning, as the official SQuAD evaluator does).",
+    )(f)

@@ -85,6 +85,7 @@ import logging
 import math
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any, ClassVar
@@ -107,7 +108,7 @@ DEFAULT_CHUNK_SIZE = 32
 _C2, _C3 = 0.9, 0.5
 _MAX_LINE_SEARCH = 25
 # Rows for the covariance (Hessian at zero) that preconditions the pooled fit.
-_ZERO_HESSIAN_ROWS = 16384
+_ZERO_HESSIAN_ROWS = 4096
 
 # Optimisation status codes (``status_``).
 RUNNING, CONVERGED, MAX_ITER, LINE_SEARCH_FAILED = 0, 1, 2, 3
@@ -806,7 +807,7 @@ class BatchedLogisticRegression:
         xp32 = data.x32 if X_predict is X else _shared_tensor(X_predict, device)
         evals = {"float32": 0, "bfloat16": 0}
         t_train = t_pred = 0.0
-        for q in range(n_groups):
+        def fit_group(q: int) -> tuple[int, float, float, dict[str, int]]:
             lo, hi = q * g, min(m, (q + 1) * g)
             real = hi - lo
             # Pad the last group to g with inert copies of its first classifier, so that
@@ -844,14 +845,11 @@ class BatchedLogisticRegression:
                 low=data.x_low is not None,
                 scale_h0=self.precondition == "none",
             )
-            for key, value in group.n_evals.items():
-                evals[key] += value
+            n_evals = dict(group.n_evals)
             del group
             tp = time.perf_counter()
-            t_train += tp - ts
             pred = _predict(theta, basis, mask, xp32, int(self.predict_block))
             out[lo:hi] = pred[:real]
-            t_pred += time.perf_counter() - tp
             theta_all[lo:hi] = theta[:real].cpu().numpy()
             basis_all[lo:hi] = basis_np[:real]
             n_iter[lo:hi] = it[:real].cpu().numpy()
@@ -863,8 +861,31 @@ class BatchedLogisticRegression:
                 real,
                 n_iter[lo:hi].tolist(),
             )
+            return q, tp - ts, time.perf_counter() - tp, n_evals
+
+        t0 = time.perf_counter()
+        workers = self._group_workers(n_groups, data, g)
+        if workers > 1:
+            # Small groups: whole groups in parallel, one intra-op thread each (see
+            # _group_workers); each group's arithmetic is then that of a 1-thread run.
+            with ThreadPoolExecutor(
+                workers,
+                thread_name_prefix="spurious-batched",
+                initializer=_torch().set_num_threads,
+                initargs=(1,),
+            ) as pool:
+                results = list(pool.map(fit_group, range(n_groups)))
+        else:
+            results = [fit_group(q) for q in range(n_groups)]
+        for _, t_fit, t_p, n_evals in results:
+            t_train += t_fit
+            t_pred += t_p
+            for key, value in n_evals.items():
+                evals[key] += value
         timings["train"] = t_train
         timings["predict"] = t_pred
+        timings["groups_wall"] = time.perf_counter() - t0
+        timings["group_workers"] = workers
 
         self._store(theta_all, basis_all, present, n_iter, status)
         n, d, n_pred = data.n, data.d, X_predict.shape[0]
@@ -919,6 +940,10 @@ class BatchedLogisticRegression:
     def _intra_op_threads(self) -> int | None:
         return self.num_threads
 
+    def _group_workers(self, n_groups: int, data: _Data, g: int) -> int:
+        import os
+        return min(n_groups, int(os.environ.get("SPURIOUS_GW", "1")))
+
     def _subsamples(self, n: int, t: int, d: int) -> tuple[np.ndarray, np.ndarray]:
         """Fixed strided row subsets of X for the pooled model and the Hessian estimate.
 
@@ -930,7 +955,7 @@ class BatchedLogisticRegression:
         pool_rows = np.unique(np.linspace(0, n - 1, n_pool).round().astype(np.int64))
         if self.hessian_rows is None:
             # The estimate need not beat the classifiers' own sampling error ~sqrt(d/t).
-            n_hess = max(8192, min(64 * (d + 1), int(2.5 * t)))
+            n_hess = max(4096, min(64 * (d + 1), int(2.5 * t)))
         else:
             n_hess = int(self.hessian_rows)
         n_hess = min(len(pool_rows), n_hess)

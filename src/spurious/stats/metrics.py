@@ -252,8 +252,15 @@ def example_scores(dataset, predictions, metric: str | None = None) -> np.ndarra
             f"({len(dataset)}). Got {len(values)} instead."
         )
     if metric == "accuracy":
-        return accuracy_scores(np.asarray(values, dtype=np.int64), dataset.labels)
-    return qa_scores(list(values), dataset.frame["answers"].tolist(), metric)
+        scores = accuracy_scores(np.asarray(values, dtype=np.int64), dataset.labels)
+    else:
+        scores = qa_scores(list(values), dataset.frame["answers"].tolist(), metric)
+    missing = getattr(predictions, "missing", None)
+    if missing is not None and np.any(missing):
+        # An unanswered question scores 0, as in the official SQuAD evaluator (an empty
+        # answer would match a gold answer that normalises to empty).
+        scores = np.where(np.asarray(missing, dtype=bool), 0.0, scores)
+    return scores
 
 
 def resolve_metric(has_labels: bool, metric: str | None) -> str:

@@ -33,6 +33,9 @@ class PredictionBias(Analysis):
     heuristics : list of str, optional
         Heuristics to split by (default: every heuristic of the task; with supplied
         attributes, every column of them).
+    heuristic_params : dict, optional
+        Parameters of heuristics by name, e.g. ``{"answer_length": {"aggregate": "mean"}}``
+        (the mean answer length over annotators, as the paper's reference code).
     no_spacy : bool, default=False
         Leave out the heuristics that need spaCy when ``heuristics`` is not given.
     metric : {"f1", "em", "accuracy"}, optional
@@ -99,6 +102,7 @@ class PredictionBias(Analysis):
     profiles: ClassVar[dict[str, dict[str, Any]]] = {"quick": {"no_spacy": True}, "full": {}}
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "heuristics": [list, tuple, None],
+        "heuristic_params": [dict, None],
         "no_spacy": ["boolean"],
         "metric": [StrOptions({"f1", "em", "accuracy"}), None],
         "shared_threshold": ["boolean"],
@@ -116,6 +120,7 @@ class PredictionBias(Analysis):
     def __init__(
         self,
         heuristics: list[str] | None = None,
+        heuristic_params: dict[str, dict[str, Any]] | None = None,
         no_spacy: bool = False,
         metric: str | None = None,
         shared_threshold: bool = True,
@@ -130,6 +135,7 @@ class PredictionBias(Analysis):
         random_state: int | None = 0,
     ) -> None:
         self.heuristics = heuristics
+        self.heuristic_params = heuristic_params
         self.no_spacy = no_spacy
         self.metric = metric
         self.shared_threshold = shared_threshold
@@ -166,7 +172,7 @@ class PredictionBias(Analysis):
         from spurious.evaluate.prediction_bias import bias_table
 
         names = self.heuristic_names(ctx)
-        attributes = ctx.heuristics(names)
+        attributes = ctx.heuristics(names, self.heuristic_params)
         res = bias_table(
             ctx.target,
             ctx.predictions,

@@ -205,6 +205,8 @@ def bias_table(
     metrics: dict[str, float] = {
         f"overall_{n}": float(np.nanmean(s)) for n, s in zip(names, scores, strict=True)
     }
+    # Predictions a file lacked are scored as wrong; how many, per model, stays visible.
+    metrics.update({f"n_missing_{p.name}": float(getattr(p, "n_missing", 0)) for p in preds})
     table: list[dict[str, Any]] = []
     natural_rows: list[dict[str, Any]] = []
     curves: dict[str, Any] = {}
