@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from spurious.actions.records import read_json_records, write_json_records
 from spurious.data.dataset import Dataset, InputSource
 from spurious.exceptions import DataFormatError, DetectorError, ParameterError
 from spurious.results import DetectorResult
@@ -380,21 +381,14 @@ def _write_records(
     dataset: Dataset, src: InputSource, keep: np.ndarray, add_id: bool, path: Path, fmt: str
 ) -> None:
     """JSONL / JSON array input -> the same records, unchanged, in the same layout."""
-    from spurious.actions.resample import _read_json_records
-
     _check_unchanged(dataset, src, _reread(src))
-    records, wrapper = _read_json_records(Path(src.path or ""), fmt)
+    records, wrapper = read_json_records(Path(src.path or ""), fmt)
     ids = dataset.ids[keep]
     out = []
     for j, i in enumerate(src.rows[keep].tolist()):
         rec = records[i]
         out.append({"id": ids[j], **rec} if add_id and src.id_column is None else rec)
-    if fmt == "jsonl":
-        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in out)
-    else:
-        payload = {**wrapper, "data": out} if wrapper is not None else out
-        text = json.dumps(payload, ensure_ascii=False) + "\n"
-    atomic_write_text(path, text)
+    write_json_records(path, out, fmt, wrapper)
 
 
 def _write_squad(dataset: Dataset, src: InputSource, keep: np.ndarray, path: Path) -> None:

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from spurious.actions.records import read_json_records, write_json_records
 from spurious.exceptions import DataFormatError, ParameterError
 from spurious.utils.io import atomic_write, atomic_write_text
 
@@ -231,7 +232,7 @@ def resample_file(
     ['a', 'b', 'c', 'c-resam1']
     """
     from spurious.data.loaders import load_dataset
-    from spurious.data.readers import READERS, infer_format
+    from spurious.data.readers import infer_format, read_file
 
     src, dst = Path(source), Path(destination)
     if not src.exists():
@@ -247,11 +248,7 @@ def resample_file(
             "replace it."
         )
     fmt = format or infer_format(src)
-    if fmt not in READERS:
-        raise ParameterError(
-            f"The 'format' parameter must be one of {sorted(READERS)}. Got {fmt!r} instead."
-        )
-    raw, _rows = READERS[fmt](src)
+    raw, _rows = read_file(src, fmt)
     # A private column maps each dataset row back to its row in the file (the loader may
     # drop rows without a gold label).
     tagged = raw.copy()
@@ -384,21 +381,11 @@ def _write_arrow_table(
         atomic_write(dst, write_stream)
 
 
-def _read_json_records(src: Path, fmt: str) -> tuple[list[dict[str, Any]], Any]:
-    text = src.read_text(encoding="utf-8-sig")
-    if fmt == "jsonl":
-        return [json.loads(line) for line in text.splitlines() if line.strip()], None
-    obj = json.loads(text)
-    if isinstance(obj, dict) and isinstance(obj.get("data"), list):
-        return obj["data"], obj
-    return obj, None
-
-
 def _write_json_records(
     src: Path, dst: Path, fmt: str, indices: np.ndarray, id_col: str | None
 ) -> None:
     # The raw records, not the DataFrame: keys absent from a row must stay absent.
-    records, wrapper = _read_json_records(src, fmt)
+    records, wrapper = read_json_records(src, fmt)
     k = _copy_numbers(indices)
     out = []
     for i, copy in zip(indices.tolist(), k.tolist(), strict=True):
@@ -406,12 +393,7 @@ def _write_json_records(
         if copy and id_col is not None and id_col in rec:
             rec = {**rec, id_col: f"{rec[id_col]}{COPY_SUFFIX}{copy}"}
         out.append(rec)
-    if fmt == "jsonl":
-        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in out)
-    else:
-        payload = {**wrapper, "data": out} if wrapper is not None else out
-        text = json.dumps(payload, ensure_ascii=False) + "\n"
-    atomic_write_text(dst, text)
+    write_json_records(dst, out, fmt, wrapper)
 
 
 def _write_squad(

@@ -39,6 +39,7 @@ def parse_set(items: tuple[str, ...]) -> dict[str, dict[str, Any]]:
 @options.data_argument()
 @click.argument("extra_predictions", nargs=-1, type=options.INPUT_FILE)
 @options.task_option()
+@options.input_options
 @options.eval_option(
     "Held-out evaluation split: probes train on DATA and are scored here; predictions "
     "(--predictions) are for this split."
@@ -77,13 +78,14 @@ def parse_set(items: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     multiple=True,
     metavar="ANALYSIS.PARAM=VALUE",
 )
-@options.input_options
 @options.seed_option()
 @options.out_option("audit")
 def audit(
     data: Path,
     extra_predictions: tuple[Path, ...],
     task: str,
+    field_map: tuple[str, ...],
+    fmt: str | None,
     eval_path: Path | None,
     predictions: tuple[Path, ...],
     annotations: Path | None,
@@ -93,8 +95,6 @@ def audit(
     only: tuple[str, ...],
     skip: tuple[str, ...],
     overrides: tuple[str, ...],
-    field_map: tuple[str, ...],
-    fmt: str | None,
     seed: int,
     out: Path | None,
     force: bool,

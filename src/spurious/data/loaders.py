@@ -14,10 +14,10 @@ import pandas as pd
 
 from spurious.data.dataset import Dataset, InputSource
 from spurious.data.readers import (
-    READERS,
     hf_class_labels,
     infer_format,
     is_hf_disk_folder,
+    read_file,
     read_hf_disk,
 )
 from spurious.data.tasks import FIELD_ALIASES, get_task
@@ -145,11 +145,7 @@ def load_dataset(
                     "dataset_dict.json) or a Parquet dataset."
                 )
             fmt = format or infer_format(path)
-            if fmt not in READERS:
-                raise ParameterError(
-                    f"The 'format' parameter must be one of {sorted(READERS)}. Got {fmt!r} instead."
-                )
-            frame, rows = READERS[fmt](path)
+            frame, rows = read_file(path, fmt)
         # Popped: pandas deep-copies attrs on every operation.
         features = frame.attrs.pop("hf_features", None)
         parent = path.parent.name

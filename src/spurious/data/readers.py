@@ -394,3 +394,24 @@ for _fmt, _reader in (
 ):
     READERS.register(_fmt, _reader)
 del _fmt, _reader
+
+
+def read_file(path: Path, format: str | None = None) -> tuple[pd.DataFrame, list[int]]:
+    """Read a data file with the reader of ``format`` (default: inferred from the file).
+
+    Returns the frame and, per row, its line/record number in the file.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "x.jsonl"
+    >>> _ = p.write_text('{"a": 1}\n')
+    >>> read_file(p)[0]["a"].tolist()
+    [1]
+    """
+    fmt = format or infer_format(path)
+    if fmt not in READERS:
+        raise ParameterError(
+            f"The 'format' parameter must be one of {sorted(READERS)}. Got {fmt!r} instead."
+        )
+    return READERS[fmt](path)
