@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from spurious._version import __version__
@@ -282,25 +283,37 @@ def _dropped_rows(ds: Dataset, inputs: Mapping[str, Any]) -> list[str]:
 
 
 def _overlap(train: Dataset, ev: Dataset, *, drop: bool) -> tuple[Dataset, list[str]]:
-    """Evaluation rows that also occur in the data (same id, or same text in every field).
+    """Evaluation rows that also occur in the data: the same text in every field.
 
     Shared rows inflate every held-out score; they are reported, and dropped on request.
+    Shared ids are reported too but never dropped on their own: files that number their
+    rows from 0 share ids without sharing examples.
     """
     fields = list(train.task.text_fields)
-    ids = set(train.ids)
     texts = set(map(tuple, train.frame[fields].astype(str).itertuples(index=False, name=None)))
     ev_texts = ev.frame[fields].astype(str).itertuples(index=False, name=None)
-    shared = [i in ids or t in texts for i, t in zip(ev.ids, ev_texts, strict=True)]
-    n = int(sum(shared))
+    same_text = np.fromiter((t in texts for t in ev_texts), dtype=bool, count=len(ev))
+    ids = set(train.ids)
+    n_id = sum(i in ids for i in ev.ids)
+    n = int(same_text.sum())
+    notes = []
+    if n_id:
+        notes.append(
+            f"{n_id:,} of {len(ev):,} evaluation rows share an id with the data (not dropped: "
+            "ids can coincide across files that number their rows)."
+        )
     if not n:
-        return ev, []
-    what = f"{n:,} of {len(ev):,} evaluation rows also occur in the data (same id or same text)"
+        return ev, notes
+    what = f"{n:,} of {len(ev):,} evaluation rows have the same text as a row of the data"
     if not drop:
-        return ev, [f"{what}; held-out scores are inflated. Pass --drop-overlap to leave them out."]
-    keep = [i for i, s in enumerate(shared) if not s]
-    if not keep:
+        return ev, [
+            *notes,
+            f"{what}; held-out scores are inflated. Pass --drop-overlap to leave them out.",
+        ]
+    if n == len(ev):
         raise SchemaError(f"{what}: every evaluation row; nothing would be left to evaluate.")
-    return ev.subset(keep, name=ev.name), [f"{what}; they were left out (--drop-overlap)."]
+    keep = np.flatnonzero(~same_text)
+    return ev.subset(keep, name=ev.name), [*notes, f"{what}; they were left out (--drop-overlap)."]
 
 
 def _synthetic(spec: Mapping[str, Any]) -> tuple[Dataset, Dataset | None]:

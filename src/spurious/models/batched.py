@@ -627,6 +627,10 @@ class BatchedLogisticRegression:
         "num_threads": [Interval(Integral, 1, None, closed="left"), None],
     }
 
+    #: Forward + gradient GEMM FLOPs of one group below which groups run in parallel on
+    #: one thread each instead of one after another on every thread (see ``_threading``).
+    parallel_groups_below: ClassVar[float] = 1e10
+
     #: Above this many parameters per classifier the Hessian preconditioner ignores the
     #: coupling between logits (block-diagonal), bounding its memory and Cholesky cost.
     max_dense_hessian: ClassVar[int] = 6144
@@ -723,7 +727,8 @@ class BatchedLogisticRegression:
         if isinstance(t, bool) or not isinstance(t, Integral) or t < 1:
             raise ParameterError(f"t must be an int >= 1; got {t!r}.")
         X, y, _, n_classes, _ = _validate(X, y, np.zeros((1, 1), np.int64), n_classes, None)
-        with _threads(self._intra_op_threads()):
+        intra_op, _ = self._threading(X.shape[0], X.shape[1], n_classes)
+        with _threads(intra_op):
             data = self._make_data(X, y, n_classes, int(t))
             return self._shared_start(data, int(t))
 
@@ -761,14 +766,15 @@ class BatchedLogisticRegression:
             Predicted label ids.
         """
         check_params(self._parameter_constraints, self._params(), type(self).__name__)
-        with _threads(self._intra_op_threads()):
-            return self._fit_predict(X, y, train_idx, n_classes, X_predict, start)
-
-    def _fit_predict(self, X, y, train_idx, n_classes, X_predict, start) -> np.ndarray:
-        torch = _torch()
-        timings: dict[str, float] = {}
         t0 = time.perf_counter()
         X, y, train_idx, n_classes, X_predict = _validate(X, y, train_idx, n_classes, X_predict)
+        intra_op, workers = self._threading(X.shape[0], X.shape[1], n_classes)
+        with _threads(intra_op):
+            return self._fit_predict(X, y, train_idx, n_classes, X_predict, start, workers, t0)
+
+    def _fit_predict(self, X, y, train_idx, n_classes, X_predict, start, workers, t0) -> np.ndarray:
+        torch = _torch()
+        timings: dict[str, float] = {}
         m, t = train_idx.shape
         k = n_classes
         data = self._make_data(X, y, k, t)
@@ -864,17 +870,19 @@ class BatchedLogisticRegression:
             return q, tp - ts, time.perf_counter() - tp, n_evals
 
         t0 = time.perf_counter()
-        workers = self._group_workers(n_groups, data, g)
+        workers = min(workers, n_groups)
         if workers > 1:
             # Small groups: whole groups in parallel, one intra-op thread each (see
-            # _group_workers); each group's arithmetic is then that of a 1-thread run.
+            # _threading); each group's arithmetic is that of a one-thread run.
             with ThreadPoolExecutor(
                 workers,
                 thread_name_prefix="spurious-batched",
-                initializer=_torch().set_num_threads,
+                initializer=torch.set_num_threads,
                 initargs=(1,),
             ) as pool:
                 results = list(pool.map(fit_group, range(n_groups)))
+            # set_num_threads in a worker also sets torch's default for new threads.
+            torch.set_num_threads(1)
         else:
             results = [fit_group(q) for q in range(n_groups)]
         for _, t_fit, t_p, n_evals in results:
@@ -937,12 +945,24 @@ class BatchedLogisticRegression:
             )
         return self.device
 
-    def _intra_op_threads(self) -> int | None:
-        return self.num_threads
+    def _threading(self, n: int, d: int, k: int) -> tuple[int, int]:
+        """``(intra-op threads, group workers)`` for a problem of ``n`` rows, ``d``
+        features and ``k`` classes on CPU (see the module docstring, "Threads").
 
-    def _group_workers(self, n_groups: int, data: _Data, g: int) -> int:
-        import os
-        return min(n_groups, int(os.environ.get("SPURIOUS_GW", "1")))
+        Small groups (forward + gradient GEMM under :attr:`parallel_groups_below` FLOPs)
+        run whole groups in parallel, one intra-op thread each: their many small
+        float64 operations gain nothing from intra-op threads and lose much to their
+        synchronisation when the machine is busy. Large groups run one after another
+        with every thread inside the GEMMs.
+        """
+        torch = _torch()
+        total = int(self.num_threads) if self.num_threads else int(torch.get_num_threads())
+        if self._device() != "cpu":
+            return total, 1
+        r = 1 if k == 2 else k - 1
+        if 4.0 * n * d * self.group_size * r < self.parallel_groups_below:
+            return 1, total
+        return total, 1
 
     def _subsamples(self, n: int, t: int, d: int) -> tuple[np.ndarray, np.ndarray]:
         """Fixed strided row subsets of X for the pooled model and the Hessian estimate.
