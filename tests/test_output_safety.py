@@ -186,3 +186,42 @@ def test_rows_without_gold_labels_are_counted_and_bounded(tmp_path):
     assert r.exit_code == 0, r.output
     manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
     assert any("20 of 80 rows" in w for w in manifest["warnings"])
+
+
+# -- raw tracebacks and hangs (issue 14, item 10) ------------------------------------------
+def test_non_regular_files_and_absurd_json_are_clear_errors(tmp_path):
+    import pandas as pd
+
+    from spurious.data import load_dataset
+    from spurious.exceptions import DataFormatError, SchemaError
+
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(DataFormatError, match="not a regular file"):
+        load_dataset(fifo, "nli")  # would block forever on open() without the check
+    if os.path.exists("/dev/zero"):
+        with pytest.raises(DataFormatError, match="not a regular file"):
+            load_dataset("/dev/zero", "nli", format="jsonl")
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(DataFormatError, match="nested too deeply"):
+        load_dataset(deep, "nli")
+    deep_lines = tmp_path / "deep.jsonl"
+    deep_lines.write_text('{"premise": ' + "[" * 200_000 + "]" * 200_000 + "}\n")
+    with pytest.raises(DataFormatError, match="line 1: JSON nested too deeply"):
+        load_dataset(deep_lines, "nli")
+    frame = pd.DataFrame(
+        [["p", "h", "neutral", "x"]], columns=["premise", "hypothesis", "label", "premise"]
+    )
+    with pytest.raises(SchemaError, match="duplicated column name"):
+        load_dataset(frame, "nli")
+
+
+def test_tiny_demo_is_refused_by_the_option_and_tiny_splits_explain_themselves():
+    from spurious.exceptions import SchemaError
+
+    r = CliRunner().invoke(main, ["demo", "--n", "5"])
+    assert r.exit_code == 2 and "x>=30" in r.output
+    tiny = make_nli_artifacts(n=3, random_state=0).dataset
+    with pytest.raises(SchemaError, match="at least 2 examples of every label"):
+        tiny.split(0.3)

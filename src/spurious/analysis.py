@@ -221,6 +221,8 @@ class Analysis(BaseEstimator):
         ``spurious audit`` parameter sets by profile name (``"quick"``, ``"full"``).
     in_audit : bool
         Whether ``spurious audit`` runs it when its requirements are met.
+    verdict_scale : VerdictScale or None
+        Thresholds that turn the headline effect into a severity and a verdict.
     """
 
     name: ClassVar[str] = ""
@@ -232,6 +234,7 @@ class Analysis(BaseEstimator):
     fast_params: ClassVar[dict[str, Any]] = {}
     profiles: ClassVar[dict[str, dict[str, Any]]] = {}
     in_audit: ClassVar[bool] = True
+    verdict_scale: ClassVar[VerdictScale | None] = None
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {}
 
     # -- the public boundary -----------------------------------------------------------

@@ -43,7 +43,13 @@ def _finish(run: Any) -> None:
 @click.command()
 @options.out_option("demo")
 @options.seed_option()
-@options.opt("--n", "Number of synthetic NLI examples.", dest="n_examples", type=int, default=3000)
+@options.opt(
+    "--n",
+    "Number of synthetic NLI examples (at least 30: both splits need every label).",
+    dest="n_examples",
+    type=click.IntRange(min=30),
+    default=3000,
+)
 @options.opt(
     "--artifact-rate",
     "Fraction of 'contradiction' hypotheses that carry the planted cue word.",

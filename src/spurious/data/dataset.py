@@ -379,6 +379,14 @@ class Dataset:
             train_idx, test_idx = next(gss.split(np.zeros(n), groups=groups))
         else:
             strat = self.labels if (stratify and self.task.has_labels) else None
+            if strat is not None:
+                counts = np.bincount(strat, minlength=self.n_classes)
+                if counts[counts > 0].min() < 2:
+                    raise SchemaError(
+                        f"A stratified split of {self.name!r} needs at least 2 examples of every "
+                        f"label; label counts are {dict(zip(self.label_names, counts.tolist(), strict=True))}."
+                        " Use more data or stratify=False."
+                    )
             train_idx, test_idx = train_test_split(
                 np.arange(n), test_size=test_size, random_state=random_state, stratify=strat
             )

@@ -14,6 +14,7 @@ import pandas as pd
 
 from spurious.data.dataset import Dataset, InputSource
 from spurious.data.readers import (
+    check_regular_file,
     hf_class_labels,
     infer_format,
     is_hf_disk_folder,
@@ -105,6 +106,12 @@ def load_dataset(
     features: dict | None = None
     taken_split: str | None = None
     if isinstance(source, pd.DataFrame):
+        dup = source.columns[source.columns.duplicated()].unique().tolist()
+        if dup:
+            raise SchemaError(
+                f"The DataFrame has duplicated column name(s) {dup}; every column needs a "
+                "distinct name (rename or drop the duplicates)."
+            )
         frame, rows, default_name = source.copy(), None, "dataframe"
         kind, fmt, path_str = "dataframe", None, None
         # A frame from spurious' readers carries the HF features of its file.
@@ -129,6 +136,7 @@ def load_dataset(
                     drop_no_gold=drop_no_gold,
                 )
             raise DataFormatError(_not_found(os.fspath(source)))
+        check_regular_file(path)  # before any peek into the file: a FIFO would block
         if is_hf_disk_folder(path) and format in (None, "hf_disk"):
             fmt = "hf_disk"
             frame, rows = read_hf_disk(path, split)

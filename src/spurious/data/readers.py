@@ -51,7 +51,32 @@ def _looks_like_squad(path: Path) -> bool:
     return b'"data"' in head and (b'"paragraphs"' in head or b'"version"' in head)
 
 
+def check_regular_file(path: Path) -> None:
+    """Refuse devices, FIFOs and sockets: reading them may never end (``/dev/zero``) or
+    block forever (a FIFO with no writer)."""
+    if path.exists() and not path.is_file() and not path.is_dir():
+        raise DataFormatError(
+            f"Data path {str(path)!r} is not a regular file (a device, FIFO or socket); "
+            "pass a file or a folder."
+        )
+
+
+def parse_json(text: str, path: Path, where: str = "") -> object:
+    """``json.loads`` with one readable error for bad syntax and for absurd nesting."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise DataFormatError(
+            f"{str(path)!r}{where}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})."
+        ) from None
+    except RecursionError:
+        raise DataFormatError(
+            f"{str(path)!r}{where}: JSON nested too deeply to be a dataset record."
+        ) from None
+
+
 def _read_text(path: Path) -> str:
+    check_regular_file(path)
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -76,12 +101,7 @@ def read_jsonl(path: Path) -> tuple[pd.DataFrame, list[int]]:
     for lineno, line in enumerate(_read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataFormatError(
-                f"{str(path)!r}, line {lineno}: not valid JSON ({e.msg} at column {e.colno})."
-            ) from None
+        obj = parse_json(line, path, f", line {lineno}")
         if not isinstance(obj, dict):
             raise DataFormatError(
                 f"{str(path)!r}, line {lineno}: expected a JSON object per line, "
@@ -95,13 +115,16 @@ def read_jsonl(path: Path) -> tuple[pd.DataFrame, list[int]]:
 
 def read_json(path: Path) -> tuple[pd.DataFrame, list[int]]:
     """Read a JSON array of objects (or ``{"data": [...]}``)."""
+    text = _read_text(path)
     try:
-        obj = json.loads(_read_text(path))
+        obj = json.loads(text)
     except json.JSONDecodeError as e:
         raise DataFormatError(
             f"{str(path)!r}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}). "
             "For one object per line use a .jsonl file or format='jsonl'."
         ) from None
+    except RecursionError:
+        obj = parse_json(text, path)  # raises the readable nesting error
     if isinstance(obj, dict) and isinstance(obj.get("data"), list):
         obj = obj["data"]
     if not isinstance(obj, list) or not all(isinstance(r, dict) for r in obj):
@@ -320,12 +343,7 @@ def _table_frame(table, path: Path) -> tuple[pd.DataFrame, list[int]]:
 
 
 def _read_json_file(path: Path) -> object:
-    try:
-        return json.loads(_read_text(path))
-    except json.JSONDecodeError as e:
-        raise DataFormatError(
-            f"{str(path)!r}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})."
-        ) from None
+    return parse_json(_read_text(path), path)
 
 
 def read_squad(path: Path) -> tuple[pd.DataFrame, list[int]]:
@@ -336,7 +354,7 @@ def read_squad(path: Path) -> tuple[pd.DataFrame, list[int]]:
     questions on the same paragraph are siblings).
     """
     try:
-        obj = json.loads(_read_text(path))
+        obj = parse_json(_read_text(path), path)
         articles = obj["data"]
         records = []
         for article in articles:

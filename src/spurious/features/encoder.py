@@ -4,23 +4,31 @@
 (transformer -> pooling from ``1_Pooling/config.json`` -> optional L2 normalisation)
 with plain ``transformers``, tuned for throughput on CPU:
 
-* texts are de-duplicated, tokenised once, sorted by token length and batched, so each
-  batch is padded only to its own longest sentence (NLI sentences are short: ~15
-  tokens, so fixed padding would waste most of the compute);
+* texts are de-duplicated, tokenised once and batched by exact token length, so no
+  batch holds padding (NLI sentences are short: ~15 tokens, so fixed padding would
+  waste most of the compute);
+* a text's vector does not depend on the texts it is encoded with: a batch holds texts
+  of one length only and always has the same number of rows for that length (the last
+  batch of a length is filled up with copies of its first row). Batch composition
+  changes bf16 results at rounding level (a batch of 10 rows vs 64 differs by ~6e-4),
+  and with this fixed bucketing a text's vector is bit-identical whatever else is
+  encoded with it, so per-text vectors can be cached and shared between datasets;
 * the forward pass runs under ``torch.inference_mode()`` and, on CPUs with native bf16
   (AVX512-BF16 / AMX), under ``torch.autocast("cpu", dtype=torch.bfloat16)``: matmuls in
   bf16, layer norms / softmax / pooling in fp32 (cosine to fp32 >= 0.9999 on SNLI);
 * on CPU, whole batches run in parallel on worker threads (one intra-op thread each)
-  instead of splitting each matmul over cores with OpenMP: ~40% faster on 2 cores;
+  instead of splitting each matmul over cores with OpenMP: ~40% faster on 2 cores, and
+  a batch's arithmetic is that of a one-thread run whatever the core count;
 * the model is loaded lazily, once per process, and shared by all encoders.
 
 ``torch.compile`` was measured and rejected: ~50 s of warm-up on 2 cores for no
 steady-state gain with variable sequence lengths.
 
 :class:`EncoderFeaturizer` turns a dataset view into features: one embedding block per
-text field (cached on disk per dataset fingerprint and field, so the premise embeddings
-are shared by the full and the premise-only views) combined as ``[u, v, |u-v|, u*v]``
-for sentence pairs.
+text field, combined as ``[u, v, |u-v|, u*v]`` for sentence pairs. Embeddings are
+cached on disk per distinct text (:class:`~spurious.features.cache.TextEmbeddingStore`),
+so every text is encoded once, whichever dataset, subset, fold, split or view it comes
+back in.
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ import numpy as np
 from spurious.data.dataset import Dataset
 from spurious.exceptions import FeatureError, ParameterError, missing_dependency
 from spurious.features.base import Featurizer
-from spurious.features.cache import FeatureCache
+from spurious.features.cache import TextEmbeddingStore, text_digests
 from spurious.utils.io import read_json
 from spurious.views import View
 
@@ -51,11 +59,12 @@ MODEL_ALIASES: tuple[str, ...] = ("minilm",)
 PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16", "fp16")
 _POOLING_MODES: tuple[str, ...] = ("mean", "cls", "max", "mean_sqrt_len")
 #: Part of every cache key; bump when the embedding computation changes.
-_ENCODER_VERSION = 1
+#: 2: fixed length buckets (a text's vector no longer depends on its batch).
+_ENCODER_VERSION = 2
 #: Padded tokens per CPU batch (see ``_plan_batches``).
 _CPU_TOKENS_PER_BATCH = 1024
-#: At most this many CPU worker threads; more cores are split among them.
-_MAX_CPU_WORKERS = 8
+#: At most this many CPU worker threads (one intra-op thread each).
+_MAX_CPU_WORKERS = 32
 
 
 # -- model location -----------------------------------------------------------------
@@ -259,23 +268,32 @@ def _load(name_or_path: str, is_local: bool, device: str) -> tuple[Any, Any]:
     return tokenizer, model
 
 
-def _plan_batches(
-    lengths: np.ndarray, order: np.ndarray, batch_size: int, on_cpu: bool
-) -> list[np.ndarray]:
-    """Split length-sorted row indices into batches of at most ``batch_size`` rows.
+def _rows_per_batch(length: int, batch_size: int, on_cpu: bool) -> int:
+    """Rows of every batch of texts of ``length`` tokens (fixed, see the module docstring).
 
-    On CPU a batch also holds at most ``_CPU_TOKENS_PER_BATCH`` padded tokens: smaller
-    working sets stay in cache (measured ~+10% over 128 short sentences per batch), and
-    long inputs get proportionally fewer rows so memory stays flat.
+    On CPU a batch also holds at most ``_CPU_TOKENS_PER_BATCH`` tokens: smaller working
+    sets stay in cache (measured ~+10% over 128 short sentences per batch), and long
+    inputs get proportionally fewer rows so memory stays flat.
+    """
+    if on_cpu:
+        return max(1, min(batch_size, _CPU_TOKENS_PER_BATCH // max(1, length)))
+    return batch_size
+
+
+def _plan_batches(
+    lengths: np.ndarray, batch_size: int, on_cpu: bool
+) -> list[tuple[np.ndarray, int]]:
+    """Batches of row indices of equal token length: ``(rows, batch rows)`` each.
+
+    Longest lengths first (the peak memory shows up in the first batch, not the last).
+    Every batch of a length has ``_rows_per_batch`` rows; the last one of a length has
+    fewer real rows, and ``batch rows`` says how many rows to run it with.
     """
     batches = []
-    start, n = 0, len(order)
-    while start < n:
-        size = batch_size
-        if on_cpu:
-            size = max(1, min(batch_size, _CPU_TOKENS_PER_BATCH // int(lengths[order[start]])))
-        batches.append(order[start : start + size])
-        start += size
+    for length in sorted(set(lengths.tolist()), reverse=True):
+        rows = np.flatnonzero(lengths == length)
+        size = _rows_per_batch(int(length), batch_size, on_cpu)
+        batches.extend((rows[lo : lo + size], size) for lo in range(0, len(rows), size))
     return batches
 
 
@@ -412,6 +430,22 @@ class SentenceEncoder:
             "precision": self._precision,
         }
 
+    def batching(self) -> dict[str, Any]:
+        """How batches are built, beside :meth:`config` the rest of what fixes a text's bits.
+
+        With fixed length buckets (module docstring) a text's vector depends on the
+        model, the device type, the batch shape of its length and the intra-op threads,
+        never on the other texts; this names them for the per-text cache.
+        """
+        import torch
+
+        device = torch.device(self.resolved_device).type
+        rule: dict[str, Any] = {"device": device, "batch_size": self.batch_size}
+        if device == "cpu":
+            _, threads = self._cpu_workers()
+            rule.update(tokens_per_batch=_CPU_TOKENS_PER_BATCH, intra_op_threads=threads)
+        return rule
+
     # -- model ----------------------------------------------------------------------
     def _tokenizer_model(self) -> tuple[Any, Any]:
         self._resolve()
@@ -468,26 +502,23 @@ class SentenceEncoder:
             return_token_type_ids=False,
         )["input_ids"]
         lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
-        # Longest first: the peak memory shows up in the first batch, not the last.
-        order = np.argsort(-lengths, kind="stable")
-        pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
         out = np.empty((len(unique), dim), dtype=np.float32)
         device = self.resolved_device
         on_cpu = torch.device(device).type == "cpu"
-        batches = _plan_batches(lengths, order, self.batch_size, on_cpu)
+        batches = _plan_batches(lengths, self.batch_size, on_cpu)
         # Progress counts input sentences, so a duplicate advances the bar with its original.
         weight = np.bincount(inverse, minlength=len(unique))
 
-        def run(rows: np.ndarray) -> int:
-            width = int(lengths[rows[0]])  # sorted: the first is the longest
-            batch = np.full((len(rows), width), pad_id, dtype=np.int64)
-            mask = np.zeros((len(rows), width), dtype=np.int64)
-            for j, r in enumerate(rows):
-                n = lengths[r]
-                batch[j, :n] = ids[r]
-                mask[j, :n] = 1
-            out[rows] = self._forward(model, batch, mask)
+        def run(batch: tuple[np.ndarray, int]) -> int:
+            rows, size = batch
+            # Every row has the same length (no padding); a short last batch is filled
+            # up with copies of its first row, so that every batch of this length has
+            # the same shape and a text's vector does not depend on its companions.
+            filled = np.concatenate([rows, np.full(size - len(rows), rows[0])])
+            tokens = np.array([ids[r] for r in filled], dtype=np.int64)
+            mask = np.ones_like(tokens)
+            out[rows] = self._forward(model, tokens, mask)[: len(rows)]
             return int(weight[rows].sum())
 
         bar = None
@@ -495,7 +526,7 @@ class SentenceEncoder:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=len(texts), desc="encoding", unit="sent")
-        workers, threads_each = self._cpu_workers() if on_cpu else (1, 0)
+        workers, threads_each = self._cpu_workers() if on_cpu else (1, self.num_threads)
         old_threads = torch.get_num_threads()
         try:
             if workers > 1 and len(batches) > 1:
@@ -515,14 +546,14 @@ class SentenceEncoder:
                         if bar is not None:
                             bar.update(done)
             else:
-                if self.num_threads is not None:
-                    torch.set_num_threads(self.num_threads)
-                for rows in batches:
-                    done = run(rows)
+                if threads_each is not None:
+                    torch.set_num_threads(threads_each)
+                for batch in batches:
+                    done = run(batch)
                     if bar is not None:
                         bar.update(done)
         finally:
-            if self.num_threads is not None or workers > 1:
+            if torch.get_num_threads() != old_threads or workers > 1:
                 torch.set_num_threads(old_threads)
             if bar is not None:
                 bar.close()
@@ -536,8 +567,9 @@ class SentenceEncoder:
         if total <= 1 or "parallel backend: OpenMP" not in _parallel_info():
             # Per-thread settings need OpenMP; other backends share one global pool.
             return 1, total
-        workers = min(total, _MAX_CPU_WORKERS)
-        return workers, max(1, total // workers)
+        # One intra-op thread per worker, always: a batch's arithmetic is then that of a
+        # one-thread run on any machine (part of what makes vectors batch-independent).
+        return min(total, _MAX_CPU_WORKERS), 1
 
     def _forward(self, model: Any, batch: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """Pooled embeddings of one padded batch (thread-safe: grad/autocast modes are
@@ -582,8 +614,9 @@ class SentenceEncoder:
 class EncoderFeaturizer(Featurizer):
     """Sentence-embedding features of a view (all-MiniLM-L6-v2 by default).
 
-    Each text field is embedded separately and cached on disk (key: dataset fingerprint,
-    field, encoder config). A one-field view gives ``u``; a two-field view gives the
+    Each text field is embedded separately; every distinct text is cached on disk once
+    (key: the text and the encoder configuration, whatever dataset or field it came
+    from). A one-field view gives ``u``; a two-field view gives the
     InferSent/SBERT pair features ``[u, v, |u - v|, u * v]`` (or ``[u, v]`` with
     ``pair_features=False``); longer views concatenate the field embeddings.
 
@@ -600,8 +633,9 @@ class EncoderFeaturizer(Featurizer):
     device : str
         ``"auto"``, ``"cpu"``, ``"cuda"``...
     cache_dir : path, None or False
-        Embedding cache folder; ``None``: the default (``$SPURIOUS_CACHE_DIR`` or
-        ``~/.cache/spurious/features``); ``False``: no caching.
+        Embedding cache folder (per-text vectors live in its ``texts/`` subfolder);
+        ``None``: the default (``$SPURIOUS_CACHE_DIR`` or ``~/.cache/spurious/features``);
+        ``False``: no caching.
 
     Examples
     --------
@@ -644,7 +678,7 @@ class EncoderFeaturizer(Featurizer):
     def field_embeddings(
         self, dataset: Dataset, field_name: str, *, progress: bool = False
     ) -> np.ndarray:
-        """Embeddings of one text field of ``dataset`` (from the cache when possible).
+        """Embeddings of one text field of ``dataset`` (cached texts are not re-encoded).
 
         Examples
         --------
@@ -654,32 +688,54 @@ class EncoderFeaturizer(Featurizer):
         >>> feat.field_embeddings(ds, "premise").shape  # doctest: +SKIP
         (6, 384)
         """
+        return self.embed_texts(dataset.texts(field_name), progress=progress, what=field_name)
+
+    def embed_texts(
+        self, texts: Sequence[str], *, progress: bool = False, what: str = "texts"
+    ) -> np.ndarray:
+        """Embeddings of ``texts``, in order: each distinct text is looked up in the per-text
+        cache, and only the texts it lacks are encoded (then added to it).
+
+        The result is bit-identical to encoding ``texts`` alone: a text's vector does not
+        depend on the texts it is encoded with (see the module docstring).
+        """
         enc = self._encoder()
-        cache = FeatureCache(self.cache_dir)
-        key = {
-            "kind": "field-embeddings",
-            "dataset": dataset.fingerprint,
-            "field": field_name,
-            "n": len(dataset),
-            "encoder": enc.config(),
-        }
-        cached = cache.get(key)
-        if cached is not None and cached.shape[0] == len(dataset):
-            logger.debug("%s: %s embeddings from cache", dataset.name, field_name)
-            return cached
-        texts = dataset.texts(field_name)
+        texts = list(texts)
+        position: dict[str, int] = {}
+        inverse = np.fromiter(
+            (position.setdefault(t, len(position)) for t in texts), dtype=np.int64, count=len(texts)
+        )
+        unique = list(position)
+        store = TextEmbeddingStore(
+            {"kind": "text-embeddings", "encoder": enc.config(), "batching": enc.batching()},
+            self.cache_dir,
+        )
+        digests = text_digests(unique)
+        found, cached = store.get(digests)
+        missing = np.flatnonzero(~found)
+        if len(missing) == 0 and len(unique):
+            vectors = np.empty((len(unique), cached.shape[1]), dtype=np.float32)
+            vectors[found] = cached
+            logger.debug("%d %s: all %d distinct texts from cache", len(texts), what, len(unique))
+            return vectors[inverse]
         t0 = time.perf_counter()
-        emb = enc.encode(texts, progress=progress)
+        new = enc.encode([unique[i] for i in missing], progress=progress)
         logger.info(
-            "%s: embedded %d %s texts in %.1fs (%s, %s)",
-            dataset.name,
-            len(texts),
-            field_name,
+            "embedded %d new %s texts in %.1fs (%d of %d distinct from cache; %s, %s)",
+            len(missing),
+            what,
             time.perf_counter() - t0,
+            int(found.sum()),
+            len(unique),
             enc.resolved_device,
             enc.resolved_precision,
         )
-        return cache.put(key, emb)
+        store.put(digests[missing], new)
+        vectors = np.empty((len(unique), new.shape[1]), dtype=np.float32)
+        vectors[missing] = new
+        if found.any():
+            vectors[found] = cached
+        return vectors[inverse]
 
     def _transform(self, dataset: Dataset, view: View, *, progress: bool) -> np.ndarray:
         blocks = [self.field_embeddings(dataset, f, progress=progress) for f in view.fields]

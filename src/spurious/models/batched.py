@@ -686,9 +686,7 @@ class BatchedLogisticRegression:
             "hessian_rows": self.hessian_rows,
         }
 
-    def shared_start(
-        self, X: np.ndarray, y: np.ndarray, t: int, n_classes: int
-    ) -> SharedStart:
+    def shared_start(self, X: np.ndarray, y: np.ndarray, t: int, n_classes: int) -> SharedStart:
         """The starting point and preconditioner for classifiers of ``t`` rows of ``X``.
 
         ``fit_predict`` builds one per call unless given one (``start=``); build it once
@@ -813,6 +811,7 @@ class BatchedLogisticRegression:
         xp32 = data.x32 if X_predict is X else _shared_tensor(X_predict, device)
         evals = {"float32": 0, "bfloat16": 0}
         t_train = t_pred = 0.0
+
         def fit_group(q: int) -> tuple[int, float, float, dict[str, int]]:
             lo, hi = q * g, min(m, (q + 1) * g)
             real = hi - lo

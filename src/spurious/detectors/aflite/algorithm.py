@@ -435,9 +435,7 @@ def make_partition_model(
     return SklearnPartitionModel(spec, random_state=random_state)
 
 
-def prepare_start(
-    model: Any, X: Any, y: np.ndarray, n_train: int, t: int, n_classes: int
-) -> Any:
+def prepare_start(model: Any, X: Any, y: np.ndarray, n_train: int, t: int, n_classes: int) -> Any:
     """The model's state shared by every round of a run, or ``None`` if it has none.
 
     A model family with a ``shared_start(X, y, t, n_classes)`` method (the batched

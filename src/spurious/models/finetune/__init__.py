@@ -1,0 +1,39 @@
+"""Fine-tuning engine: sequence classification on any view, training dynamics, hidden states.
+
+- :func:`fine_tune` (``transformers.Trainer`` underneath) -> :class:`FineTuneResult`:
+  the model (safetensors), per-epoch dynamics of every training and evaluation example,
+  history and metrics; :class:`FineTuneConfig` holds the hyperparameters.
+- :func:`hidden_states`: pooled hidden states of any layer of a trained model, the
+  representation behind the ``finetuned:<dir>`` featurizer.
+- :func:`finetune_cached` / :func:`finetune_dynamics`: a fine-tune as a shared, cached
+  input of a run (what artifact providers call).
+- :func:`warmup_split`: AFLite's warm-up fraction (paper 000 Sec. 4).
+
+Method notes and measurements: ``docs/methods/training.md``. Everything that needs torch
+is imported lazily, so importing this package is cheap.
+"""
+
+from spurious.models.finetune.cached import (
+    finetune_cache_dir,
+    finetune_cached,
+    finetune_dynamics,
+    warmup_split,
+)
+from spurious.models.finetune.config import FineTuneConfig
+from spurious.models.finetune.engine import FineTuneResult, fine_tune
+from spurious.models.finetune.inference import hidden_states, weights_digest
+from spurious.models.finetune.recording import DYNAMICS_COLUMNS, read_dynamics
+
+__all__ = [
+    "DYNAMICS_COLUMNS",
+    "FineTuneConfig",
+    "FineTuneResult",
+    "fine_tune",
+    "finetune_cache_dir",
+    "finetune_cached",
+    "finetune_dynamics",
+    "hidden_states",
+    "read_dynamics",
+    "warmup_split",
+    "weights_digest",
+]
