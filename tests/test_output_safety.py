@@ -225,3 +225,31 @@ def test_tiny_demo_is_refused_by_the_option_and_tiny_splits_explain_themselves()
     tiny = make_nli_artifacts(n=3, random_state=0).dataset
     with pytest.raises(SchemaError, match="at least 2 examples of every label"):
         tiny.split(0.3)
+
+
+def test_questions_without_answers_and_empty_texts_are_counted(tmp_path):
+    import pandas as pd
+
+    from spurious.data import Dataset
+    from spurious.exceptions import SchemaError
+    from spurious.runner import load_inputs
+
+    qa = pd.DataFrame({"question": ["q1", "q2"], "context": ["c", "c"], "answers": [[], []]})
+    with pytest.raises(SchemaError, match="no question has a gold answer"):
+        Dataset.from_frame(qa, "qa")
+    qa.loc[0, "answers"] = ["c"]
+    data = tmp_path / "qa.jsonl"
+    qa.to_json(data, orient="records", lines=True)
+    ctx = load_inputs({"data": str(data), "task": "qa"}, progress=False)
+    assert any("1 of 2 questions have no gold answer" in w for w in ctx.warnings)
+
+    nli = pd.DataFrame(
+        {"premise": ["a b", "c d", "e f"], "hypothesis": ["x", " ", ""], "label": [0, 1, 2]}
+    )
+    data = tmp_path / "nli.jsonl"
+    nli.to_json(data, orient="records", lines=True)
+    ctx = load_inputs({"data": str(data), "task": "nli"}, progress=False)
+    assert any("2 of 3 rows have an empty 'hypothesis'" in w for w in ctx.warnings)
+    nli["hypothesis"] = ""
+    with pytest.raises(SchemaError, match="empty in every row"):
+        Dataset.from_frame(nli, "nli")

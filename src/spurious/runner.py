@@ -236,7 +236,7 @@ def load_inputs(inputs: Mapping[str, Any], *, progress: bool | None = None) -> R
             ev = target
         else:
             train = target
-    warnings = [*_dropped_rows(train, inputs), *([] if ev is None else _dropped_rows(ev, inputs))]
+    warnings = [w for ds in (train, ev) if ds is not None for w in _row_notes(ds, inputs)]
     if ev is not None:
         ev, note = _overlap(train, ev, drop=bool(inputs.get("drop_overlap")))
         warnings.extend(note)
@@ -260,6 +260,20 @@ def load_inputs(inputs: Mapping[str, Any], *, progress: bool | None = None) -> R
         logger.warning("%s", w)
     ctx.warnings.extend(warnings)
     return ctx
+
+
+def _row_notes(ds: Dataset, inputs: Mapping[str, Any]) -> list[str]:
+    """What the loader counted about the rows: dropped, unanswerable, empty texts."""
+    notes = _dropped_rows(ds, inputs)
+    no_answer = int(ds.frame.attrs.get("n_no_answer", 0))
+    if no_answer:
+        notes.append(
+            f"{ds.name}: {no_answer:,} of {len(ds):,} questions have no gold answer; they "
+            "score as undefined and are left out of every mean."
+        )
+    for field_name, k in (ds.frame.attrs.get("n_empty_text") or {}).items():
+        notes.append(f"{ds.name}: {k:,} of {len(ds):,} rows have an empty {field_name!r}.")
+    return notes
 
 
 def _dropped_rows(ds: Dataset, inputs: Mapping[str, Any]) -> list[str]:

@@ -177,6 +177,15 @@ class Dataset:
 
         for f in task.text_fields:
             frame[f] = _check_text_column(frame[f], f, rows, name)
+        empty = {f: int(frame[f].str.strip().eq("").sum()) for f in task.text_fields}
+        for f, k in empty.items():
+            if k == len(frame):
+                raise SchemaError(
+                    f"Dataset {name!r}: field {f!r} is empty in every row; check --field-map."
+                )
+        if any(empty.values()):
+            # Kept (an empty hypothesis is a valid, if odd, example), but counted and reported.
+            frame.attrs["n_empty_text"] = {f: k for f, k in empty.items() if k}
 
         if label_names is not None and len(set(map(str, label_names))) != len(label_names):
             raise ParameterError(
@@ -196,6 +205,14 @@ class Dataset:
         else:
             label_names = ()
             frame = _normalise_answers(frame, rows, name)
+            no_answer = int(frame["answers"].map(len).eq(0).sum())
+            if no_answer == len(frame):
+                raise SchemaError(
+                    f"Dataset {name!r}: no question has a gold answer, so nothing can be "
+                    "scored (unanswerable-question sets such as SQuAD 2.0's are not supported)."
+                )
+            if no_answer:
+                frame.attrs["n_no_answer"] = no_answer
 
         if "id" in frame.columns:
             # astype(str) would turn a missing id into the id "nan" (or keep NaN).
