@@ -233,8 +233,9 @@ class Cartography(Detector):
         The partial input mapped beside it (partial-input cartography, paper 002 Sec. 3):
         ``"auto"`` = hypothesis-only for NLI, the first text for other pairs, none for
         single texts; ``None`` = no partial-input map.
-    epochs : int, default=10
-        Training epochs (paper 002 Table 8: at most 10 for base models).
+    epochs : int, optional
+        Training epochs; default 10 on the fast path (paper 002 Table 8: at most 10 for
+        base models), the engine's default (3) when fine-tuning.
     model : str, optional
         Fast path: ``"mlp"`` (default) or ``"linear"``; fine-tune path: the model to
         fine-tune (default: the engine's).
@@ -327,7 +328,7 @@ class Cartography(Detector):
         "features": [str],
         "view": [str],
         "partial_view": [str, None],
-        "epochs": [Interval(Integral, 2, None, closed="left")],
+        "epochs": [Interval(Integral, 2, None, closed="left"), None],
         "model": [str, None],
         "train_options": [dict, None],
         "dynamics_dir": [str, None],
@@ -345,7 +346,7 @@ class Cartography(Detector):
         features: str = "minilm",
         view: str = "full",
         partial_view: str | None = "auto",
-        epochs: int = 10,
+        epochs: int | None = None,
         model: str | None = None,
         train_options: dict[str, Any] | None = None,
         dynamics_dir: str | None = None,
@@ -421,10 +422,11 @@ class Cartography(Detector):
         config: dict[str, Any] = {
             "path": path,
             "view": view,
-            "epochs": self.epochs,
             "random_state": self.random_state,
             **(self.train_options or {}),
         }
+        if self.epochs is not None:
+            config["epochs"] = self.epochs
         if path == "fast":
             config["features"] = self.features
         if path == "load":

@@ -906,7 +906,7 @@ def training_dynamics_artifact(
     view: str = "full",
     features: str = "minilm",
     model: str | None = None,
-    epochs: int = 10,
+    epochs: int | None = None,
     random_state: int | None = 0,
     source: str | None = None,
     **options: Any,
@@ -929,8 +929,11 @@ def training_dynamics_artifact(
     model : str, optional
         ``"mlp"`` or ``"linear"`` on the fast path (default ``"mlp"``); the model the
         fine-tuning engine trains on the fine-tune path (default: the engine's).
-    epochs : int, default=10
+    epochs : int, optional
+        Default: 10 on the fast path (paper 002 Table 8: at most 10 epochs for base
+        models), the engine's default when fine-tuning.
     random_state : int or None, default=0
+        The seed (the fine-tuning engine's ``seed``).
     source : str, optional
         Folder read by ``path="load"``.
     **options
@@ -962,29 +965,7 @@ def training_dynamics_artifact(
         _check_covers(dyn, ctx)
         return dyn
     if path == "finetune":
-        try:
-            from spurious.models.finetune import finetune_dynamics
-        except ModuleNotFoundError as e:
-            if e.name not in ("spurious.models.finetune",):
-                raise
-            raise DetectorError(
-                "path='finetune' needs the fine-tuning engine "
-                "(spurious.models.finetune.finetune_dynamics, issue 8 parts 1-2), which this "
-                "installation does not have; use path='fast' (a probe on frozen features)."
-            ) from None
-        extra = dict(options)
-        if model is not None:
-            extra["model"] = model
-        dyn = finetune_dynamics(
-            ctx, view=view_name, epochs=epochs, random_state=random_state, **extra
-        )
-        if not isinstance(dyn, TrainingDynamics):
-            raise DetectorError(
-                "spurious.models.finetune.finetune_dynamics must return TrainingDynamics; got "
-                f"{type(dyn).__name__}."
-            )
-        _check_covers(dyn, ctx)
-        return dyn
+        return _finetune_dynamics(ctx, view_name, model, epochs, random_state, options)
     if not isinstance(features, str):
         raise ParameterError(
             "The 'features' option of training dynamics must be a featurizer spec (str); got "
@@ -995,6 +976,7 @@ def training_dynamics_artifact(
     X_eval = ctx.features(features, view_name, split="eval") if ctx.eval is not None else None
     feature_s = time.perf_counter() - start
     model = model or "mlp"
+    epochs = 10 if epochs is None else epochs
     start = time.perf_counter()
     frame = probe_dynamics(
         X_train,
@@ -1024,6 +1006,55 @@ def training_dynamics_artifact(
         "train_s": round(time.perf_counter() - start, 4),
     }
     return TrainingDynamics(frame, list(ctx.train.label_names), meta)
+
+
+def _finetune_dynamics(
+    ctx: RunContext,
+    view: str,
+    model: str | None,
+    epochs: int | None,
+    random_state: int | None,
+    options: dict[str, Any],
+) -> TrainingDynamics:
+    """Dynamics from the fine-tuning engine (imported only when asked for)."""
+    import importlib
+
+    what = (
+        "path='finetune' needs the fine-tuning engine (spurious.models.finetune with "
+        "finetune_dynamics, issue 8 parts 1-2)"
+    )
+    try:
+        engine = importlib.import_module("spurious.models.finetune")
+    except ModuleNotFoundError as e:
+        if e.name != "spurious.models.finetune":
+            raise  # the engine exists but a dependency of it is missing: say which
+        raise DetectorError(
+            f"{what}, which this installation does not have; use path='fast'."
+        ) from None
+    finetune = getattr(engine, "finetune_dynamics", None)
+    if finetune is None:
+        raise DetectorError(
+            f"{what}; spurious.models.finetune has no finetune_dynamics. Use path='fast'."
+        )
+    config = dict(options)
+    if model is not None:
+        config["model"] = model
+    if epochs is not None:
+        config["epochs"] = epochs
+    if random_state is not None:
+        config["seed"] = random_state
+    out = finetune(ctx, view=view, **config)
+    if isinstance(out, pd.DataFrame):
+        out = TrainingDynamics(out, list(ctx.train.label_names), {"path": "finetune"})
+    if not isinstance(out, TrainingDynamics):
+        raise DetectorError(
+            "spurious.models.finetune.finetune_dynamics must return TrainingDynamics or its "
+            f"frame; got {type(out).__name__}."
+        )
+    out.meta.setdefault("path", "finetune")
+    out.meta.setdefault("view", view)
+    _check_covers(out, ctx)
+    return out
 
 
 def _check_covers(dyn: TrainingDynamics, ctx: RunContext) -> None:

@@ -433,6 +433,8 @@ def _load_model(cfg: FineTuneConfig, label_names: Sequence[str]) -> tuple[Any, A
             num_labels=len(labels),
             id2label=dict(enumerate(labels)),
             label2id={name: i for i, name in enumerate(labels)},
+            # A folder that already has a head for another label count gets a new one.
+            ignore_mismatched_sizes=True,
             **kwargs,
         )
     except OSError as e:
