@@ -24,7 +24,7 @@ Deviations from the papers (see docs/methods/cartography.md):
 - Regions: Swayamdipta et al. name the regions on the map and, for their selection
   experiments (Sec. 4), take the 33% most ambiguous (highest variability), easy-to-learn
   (highest confidence) and hard-to-learn (lowest confidence) examples. We assign each
-  example one region by those rank rules, ambiguous first (see :func:`assign_regions`).
+  example one region by those rank rules, confidence first (see :func:`assign_regions`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from spurious.data.dataset import Dataset
 from spurious.data.tasks import Task
 from spurious.detectors.base import Detector
 from spurious.exceptions import DetectorError, ParameterError
-from spurious.models.dynamics import PATHS, TrainingDynamics, cartography_stats
+from spurious.models.dynamics import FAST_OPTIONS, PATHS, TrainingDynamics, cartography_stats
 from spurious.utils.validation import Interval, StrOptions
 from spurious.views import get_view
 
@@ -61,6 +61,8 @@ __all__ = [
 REGIONS = ("easy_to_learn", "ambiguous", "hard_to_learn", "other")
 #: Fewest training examples the analysis runs on (ranks and quantiles need a few).
 MIN_TRAIN_EXAMPLES = 10
+#: Provider options that are parameters of the analysis itself.
+_RESERVED_OPTIONS = ("path", "view", "features", "epochs", "model", "random_state", "source")
 #: Columns computed per view; the partial view's carry the ``partial_`` prefix.
 _VIEW_COLUMNS = (
     "confidence",
@@ -134,15 +136,16 @@ def assign_regions(
 
     With ``n`` examples and ``k(f) =`` :func:`top_k_count` ``(f, n)``:
 
-    1. ``ambiguous``: the ``k(ambiguous_fraction)`` examples of highest variability;
-    2. ``hard_to_learn``: of the ``k(hard_fraction)`` examples of lowest confidence,
-       those not ambiguous;
-    3. ``easy_to_learn``: of the ``k(easy_fraction)`` examples of highest confidence,
-       those not ambiguous;
-    4. ``other``: the rest (the middle of the map).
+    1. ``easy_to_learn``: the ``k(easy_fraction)`` examples of highest confidence;
+    2. ``hard_to_learn``: the ``k(hard_fraction)`` examples of lowest confidence;
+    3. ``ambiguous``: of the ``k(ambiguous_fraction)`` examples of highest variability,
+       those in neither of the above;
+    4. ``other``: the rest (middle confidence, low variability).
 
     Ranks are taken over all ``n`` examples; ties go to the earlier row. The defaults
-    are the 33% of Swayamdipta et al.'s selection experiments.
+    are the 33% of Swayamdipta et al.'s selection experiments. Confidence decides first:
+    an example learned early and kept (confidence 0.9) is easy even if the climb to 0.9
+    makes its variability high, as happens to planted cues.
 
     Parameters
     ----------
@@ -181,9 +184,9 @@ def assign_regions(
             f"{hard_fraction} + {easy_fraction}."
         )
     n = len(conf)
-    ambiguous = _lowest(-var, top_k_count(ambiguous_fraction, n))
-    hard = _lowest(conf, top_k_count(hard_fraction, n)) & ~ambiguous
-    easy = _lowest(-conf, top_k_count(easy_fraction, n)) & ~ambiguous & ~hard
+    easy = _lowest(-conf, top_k_count(easy_fraction, n))
+    hard = _lowest(conf, top_k_count(hard_fraction, n)) & ~easy
+    ambiguous = _lowest(-var, top_k_count(ambiguous_fraction, n)) & ~easy & ~hard
     out = np.full(n, "other", dtype=object)
     out[easy] = "easy_to_learn"
     out[hard] = "hard_to_learn"
@@ -390,7 +393,19 @@ class Cartography(Detector):
                 "The 'model' parameter of Cartography must be 'mlp' or 'linear' on the fast "
                 f"path; got {self.model!r}."
             )
+        reserved = sorted(set(self.train_options or {}) & set(_RESERVED_OPTIONS))
+        if reserved:
+            raise ParameterError(
+                f"The 'train_options' parameter of Cartography must not set {reserved}; they "
+                "are parameters of their own."
+            )
         if self.path == "fast":
+            unknown = sorted(set(self.train_options or {}) - set(FAST_OPTIONS))
+            if unknown:
+                raise ParameterError(
+                    f"The 'train_options' parameter of Cartography has unknown fast-path "
+                    f"option(s) {unknown}; valid: {list(FAST_OPTIONS)}."
+                )
             from spurious.features import make_featurizer
 
             make_featurizer(self.features)
@@ -558,9 +573,9 @@ class Cartography(Detector):
                 "easy_fraction": self.easy_fraction,
                 "anti_biased_fraction": self.anti_biased_fraction,
                 "text": (
-                    "ambiguous: highest variability; hard_to_learn: lowest confidence; "
-                    "easy_to_learn: highest confidence (each by rank over the scored split, "
-                    "ambiguous first); other: the rest. anti-biased: lowest confidence."
+                    "easy_to_learn: highest confidence; hard_to_learn: lowest confidence; "
+                    "ambiguous: highest variability among the rest (each by rank over the "
+                    "scored split); other: the rest. anti-biased: lowest confidence."
                 ),
             },
             "learning_curves": {"full": _curves(dyn)},

@@ -45,9 +45,9 @@ __all__ = [
 #: Region key -> shown name and the rule (see spurious.detectors.cartography.assign_regions).
 REGION_LABELS: dict[str, tuple[str, str]] = {
     "easy_to_learn": ("easy-to-learn", "highest confidence"),
-    "ambiguous": ("ambiguous", "highest variability (takes precedence)"),
+    "ambiguous": ("ambiguous", "highest variability, of the rest"),
     "hard_to_learn": ("hard-to-learn", "lowest confidence"),
-    "other": ("other", "the middle of the map"),
+    "other": ("other", "middle confidence, low variability"),
 }
 
 _VIEW_PREFIX = {"full": "", "partial": "partial_"}
@@ -67,6 +67,8 @@ def data_map_figure(
     max_points: int = 6000,
     random_state: int = 0,
     size: tuple[float, float] = (5.6, 4.6),
+    fig: Figure | None = None,
+    spec: Any = None,
 ) -> Figure | None:
     """The data map: variability (x) against confidence (y), coloured by correctness.
 
@@ -84,7 +86,9 @@ def data_map_figure(
     random_state : int
         Seeds the sample of plotted points.
     size : (float, float)
-        Figure size in inches.
+        Figure size in inches (a new figure).
+    fig, spec : Figure and SubplotSpec, optional
+        Draw into this cell of an existing figure (e.g. two maps side by side).
 
     Returns
     -------
@@ -107,8 +111,11 @@ def data_map_figure(
     shown = np.arange(len(conf))
     if len(shown) > max_points:
         shown = np.sort(np.random.default_rng(random_state).choice(len(conf), max_points, False))
-    fig = Figure(figsize=size)
-    grid = fig.add_gridspec(
+    if fig is None:
+        fig = Figure(figsize=size)
+    if spec is None:
+        spec = fig.add_gridspec(1, 1)[0]
+    grid = spec.subgridspec(
         2, 3, width_ratios=(5, 1, 0.18), height_ratios=(1, 4), hspace=0.05, wspace=0.05
     )
     ax = fig.add_subplot(grid[1, 0])
@@ -139,9 +146,12 @@ def data_map_figure(
     cut = finite(anti_biased_cut)
     if cut is not None:
         ax.axhline(cut, color=plots.PALETTE["flagged"], linestyle="--", linewidth=1.0)
+        # x in axes fraction, y in data: the note sits on the line, clear of the region
+        # labels at the left and right edges.
         ax.text(
-            x_hi * 0.98, cut, "anti-biased below", ha="right", va="bottom", fontsize=7,
-            color=plots.PALETTE["flagged"],
+            0.5, cut, "anti-biased below", transform=ax.get_yaxis_transform(), ha="center",
+            va="top", fontsize=7, color=plots.PALETTE["flagged"],
+            bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.7},
         )  # fmt: skip
     box = {"boxstyle": "round,pad=0.25", "fc": "white", "ec": "#9ca3af", "alpha": 0.85}
     ax.text(0.03, 0.95, "easy-to-learn", transform=ax.transAxes, va="top", fontsize=8, bbox=box)
@@ -282,8 +292,8 @@ def _regions_table(m: Mapping[str, Any], views: Mapping[str, str | None]) -> Mar
     return render_fragment(
         "<h4>Regions</h4>{{ t }}"
         '<p class="legend">Each region is a rank rule over the mapped split (see the '
-        "parameters): ambiguous = highest variability, then hard-to-learn = lowest "
-        "confidence and easy-to-learn = highest confidence among the rest.</p>",
+        "parameters): easy-to-learn = highest confidence, hard-to-learn = lowest "
+        "confidence, ambiguous = highest variability among the rest.</p>",
         t=html_table(headers, rows, css="metrics"),
     )
 
