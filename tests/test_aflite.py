@@ -416,8 +416,11 @@ def test_feature_errors():
         _run(X[:10], ds)
     with pytest.raises(ParameterError, match=r"\(X_train, X_eval\)"):
         _run((X, X), ds)
+    # One matrix covers one split; evaluation-set mode needs (X_train, X_eval).
     with pytest.raises(ParameterError, match=r"\(X_train, X_eval\)"):
-        AFLite(features=X, group_by=None, model=PlantedStub(), train_size=4).run(ds, ds)
+        AFLite(mode="eval", features=X, group_by=None, model=PlantedStub(), train_size=4).run(
+            ds, ds
+        )
 
 
 def test_model_resolution():
@@ -624,3 +627,36 @@ def test_train_mode_refuses_an_evaluation_split_passed_directly():
     train, ev, X_tr, _ = _eval_case()
     with pytest.raises(ParameterError, match="mode='eval'"):
         AFLite(features=X_tr, model=PlantedStub()).run(train, ev)
+
+
+def test_batched_model_builds_its_start_once_per_run_on_the_training_rows():
+    """The pooled start + preconditioner of the batched model is built once per run (on
+    D, the training rows), not once per round; every round's fit gets it."""
+    from spurious.models.batched import BatchedLogisticRegression
+
+    built: list[int] = []
+    given: list[bool] = []
+
+    class Counting(BatchedLogisticRegression):
+        def shared_start(self, X, y, t, n_classes):
+            built.append(X.shape[0])
+            return super().shared_start(X, y, t, n_classes)
+
+        def fit_predict(self, *args, start=None, **kwargs):
+            given.append(start is not None)
+            return super().fit_predict(*args, start=start, **kwargs)
+
+    rng = np.random.default_rng(0)
+    n_tr, n_ev = 120, 40
+    y_all = rng.integers(0, 2, n_tr + n_ev)
+    X_all = (rng.normal(size=(n_tr + n_ev, 6)) + y_all[:, None]).astype(np.float32)
+    train, ev = _text_dataset(y_all[:n_tr]), _text_dataset(y_all[n_tr:], prefix="e")
+    res = AFLite(mode="eval", n_partitions=4, train_size=30, slice_size=10, max_rounds=3,
+                 group_by=None, model=Counting(device="cpu"),
+                 features=(X_all[:n_tr], X_all[n_tr:])).run(train, ev)  # fmt: skip
+    assert built == [n_tr]  # once, on the training rows only
+    assert len(given) == res.metrics["n_rounds"] and all(given)
+    # A model family without one is called as before.
+    stub = PlantedStub()
+    _run(*reversed(_planted()), model=stub, max_rounds=2)
+    assert len(stub.calls) == 2

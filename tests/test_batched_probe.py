@@ -244,3 +244,70 @@ def test_invalid_hyperparameters_name_the_parameter(param, value):
     X = np.zeros((4, 2), dtype=np.float32)
     with pytest.raises(ParameterError, match=param):
         BatchedLogisticRegression(**{param: value}).fit_predict(X, np.arange(4) % 2, [[0, 1]], 2)
+
+
+# -- one shared start for many calls (AFLite rounds), threads --------------------------
+
+
+def test_shared_start_is_what_a_call_builds_and_is_reusable():
+    import pickle
+
+    from spurious.models.batched import SharedStart
+
+    X, y, _ = aflite_like(n=2000, d=48)
+    idx = partitions(2000, 16, 500)
+    model = BatchedLogisticRegression(device="cpu", chunk_size=4)
+    start = model.shared_start(X, y, 500, 3)
+    assert isinstance(start, SharedStart) and start.theta.shape == (49, 2)
+    # The same start a call builds for itself: bitwise the same predictions and weights.
+    own = model.fit_predict(X, y, idx, 3)
+    own_coef = model.coef_
+    assert not model.stats_["shared_start"]["reused"]
+    given = model.fit_predict(X, y, idx, 3, start=pickle.loads(pickle.dumps(start)))
+    assert model.stats_["shared_start"]["reused"]
+    np.testing.assert_array_equal(given, own)
+    np.testing.assert_array_equal(model.coef_, own_coef)
+    # AFLite's later rounds: a subset of the rows, with the start built on all of them;
+    # still scikit-learn's minimisers, and chunk-invariant.
+    keep = np.sort(np.random.default_rng(3).choice(2000, 1400, replace=False))
+    sub_idx = partitions(1400, 8, 500, seed=4)
+    sub = model.fit_predict(X[keep], y[keep], sub_idx, 3, start=start)
+    assert (model.status_ == CONVERGED).all()
+    ref = sklearn_predictions(X[keep], y[keep], sub_idx)
+    assert (sub == ref).mean() > 0.995
+    part = model.fit_predict(X[keep], y[keep], sub_idx[4:], 3, start=start)
+    np.testing.assert_array_equal(part, sub[4:])
+
+
+def test_shared_start_for_another_problem_is_refused():
+    X, y, _ = aflite_like(n=600, d=12)
+    idx = partitions(600, 2, 150)
+    model = BatchedLogisticRegression(device="cpu")
+    start = model.shared_start(X, y, 100, 3)
+    with pytest.raises(ParameterError, match=r"t 100 != 150"):
+        model.fit_predict(X, y, idx, 3, start=start)
+    with pytest.raises(ParameterError, match="n_features"):
+        model.fit_predict(X[:, :6], y, idx, 3, start=model.shared_start(X, y, 150, 3))
+    with pytest.raises(ParameterError, match=r"C 1\.0 != 2\.0"):
+        BatchedLogisticRegression(device="cpu", C=2.0).fit_predict(
+            X, y, idx, 3, start=model.shared_start(X, y, 150, 3)
+        )
+    with pytest.raises(ParameterError, match="SharedStart"):
+        model.fit_predict(X, y, idx, 3, start="nope")
+
+
+def test_small_groups_give_the_same_bits_on_any_thread_count():
+    """Small groups run one intra-op thread each (in parallel over groups), so the thread
+    setting changes the speed, not the result."""
+    import torch
+
+    X, y, _ = aflite_like(n=2000, d=48)
+    idx = partitions(2000, 12, 500)
+    before = torch.get_num_threads()
+    one = BatchedLogisticRegression(device="cpu", chunk_size=4, num_threads=1)
+    pred_one = one.fit_predict(X, y, idx, 3)
+    four = BatchedLogisticRegression(device="cpu", chunk_size=4, num_threads=4)
+    np.testing.assert_array_equal(four.fit_predict(X, y, idx, 3), pred_one)
+    np.testing.assert_array_equal(four.coef_, one.coef_)
+    assert four.stats_["timings_s"]["group_workers"] == 3
+    assert torch.get_num_threads() == before

@@ -254,13 +254,34 @@ def test_worker_threads_match_serial_and_leave_torch_threads_alone(
     np.testing.assert_array_equal(a, parallel.encode(snli_sentences))
 
 
-def test_batches_are_length_sorted_and_token_capped() -> None:
-    lengths = np.array([5, 600, 12, 12, 40, 7])
-    order = np.argsort(-lengths, kind="stable")
-    cpu = enc_mod._plan_batches(lengths, order, batch_size=3, on_cpu=True)
-    assert [b.tolist() for b in cpu] == [[1], [4, 2, 3], [5, 0]]  # 2 rows of 600 tokens > the cap
-    gpu = enc_mod._plan_batches(lengths, order, batch_size=3, on_cpu=False)
-    assert [b.tolist() for b in gpu] == [[1, 4, 2], [3, 5, 0]]
+def test_batches_hold_one_length_and_a_fixed_row_count() -> None:
+    lengths = np.array([5, 600, 12, 12, 40, 7, 12])
+    cpu = enc_mod._plan_batches(lengths, batch_size=2, on_cpu=True)
+    # Longest first; one length per batch; rows per batch fixed per length (token cap:
+    # 1024 // 600 = 1 row); the short last batch of length 12 still runs with 2 rows.
+    assert [(b.tolist(), size) for b, size in cpu] == [
+        ([1], 1),
+        ([4], 2),
+        ([2, 3], 2),
+        ([6], 2),
+        ([5], 2),
+        ([0], 2),
+    ]
+    gpu = enc_mod._plan_batches(lengths, batch_size=2, on_cpu=False)
+    assert [size for _, size in gpu] == [2] * 6
+
+
+def test_a_text_vector_does_not_depend_on_its_batch(snli_sentences: list[str]) -> None:
+    """Fixed length buckets: the same text gives the same bits alone, with other
+    companions, at another position, in a short or full batch (auto precision: bf16
+    where the CPU has it, whose results do depend on batch shape)."""
+    enc = SentenceEncoder(device="cpu", batch_size=8)
+    target = snli_sentences[0]
+    alone = enc.encode([target])
+    many = enc.encode(snli_sentences)
+    shuffled = enc.encode([*snli_sentences[::-1], "another sentence entirely"])
+    np.testing.assert_array_equal(alone[0], many[0])
+    np.testing.assert_array_equal(many, shuffled[:-1][::-1])
 
 
 # -- featurizer ------------------------------------------------------------------------
@@ -311,31 +332,69 @@ def test_cache_hit_avoids_reencoding(tmp_path: Path, counting: _CountingEncode) 
     ds = _nli(["p one", "p one", "p two"], ["h one", "h two", "h three"])
     feat = EncoderFeaturizer(cache_dir=tmp_path)
     full = feat.transform(ds, "full")
-    assert [len(c) for c in counting.calls] == [3, 3]  # premise, hypothesis
+    # Distinct texts only: premise "p one" is encoded once.
+    assert [sorted(c) for c in counting.calls] == [
+        ["p one", "p two"],
+        ["h one", "h three", "h two"],
+    ]
     feat.transform(ds, "premise_only")
     feat.transform(ds, "hypothesis_only")
     again = EncoderFeaturizer(cache_dir=tmp_path).transform(ds, "full")  # a new instance
     assert len(counting.calls) == 2
     np.testing.assert_array_equal(full, again)
-    # A different dataset (fingerprint) or encoder config misses.
-    EncoderFeaturizer(cache_dir=tmp_path).transform(ds.subset([0, 1]), "premise_only")
+    # Another encoder config misses.
     EncoderFeaturizer(cache_dir=tmp_path, precision="fp32").transform(ds, "premise_only")
-    assert len(counting.calls) == 4
+    assert len(counting.calls) == 3
     # No cache: always encodes.
     nocache = EncoderFeaturizer(cache_dir=False)
     nocache.transform(ds, "premise_only")
     nocache.transform(ds, "premise_only")
-    assert len(counting.calls) == 6
+    assert len(counting.calls) == 5
+
+
+def test_subsets_folds_and_other_datasets_reuse_encoded_texts(
+    tmp_path: Path, counting: _CountingEncode
+) -> None:
+    """The cache is keyed by text: a fold, a subset, a split of the same file or any other
+    dataset re-encodes only the texts never seen (issue 13 item 11)."""
+    ds = _nli([f"p {i}" for i in range(10)], [f"h {i}" for i in range(10)])
+    full = EncoderFeaturizer(cache_dir=tmp_path).transform(ds, "full")
+    assert len(counting.calls) == 2
+    for rows in (np.arange(0, 10, 2), np.array([9, 3, 3, 1])):
+        X = EncoderFeaturizer(cache_dir=tmp_path).transform(ds.subset(rows), "full")
+        np.testing.assert_array_equal(X, full[rows])
+    assert len(counting.calls) == 2
+    # A text seen as a premise is reused as a hypothesis; only new texts are encoded.
+    other = _nli(["p 1", "new premise"], ["p 2", "h 4"])
+    X = EncoderFeaturizer(cache_dir=tmp_path).transform(other, "full")
+    assert counting.calls[2:] == [["new premise"]]
+    np.testing.assert_array_equal(X[0, :DIM], full[1, :DIM])
+    np.testing.assert_array_equal(X[0, DIM : 2 * DIM], full[2, :DIM])
+
+
+def test_cached_subset_is_bit_identical_to_encoding_it_alone(
+    tmp_path: Path, snli_sentences: list[str]
+) -> None:
+    ds = _nli(snli_sentences[:20], snli_sentences[20:40])
+    feat = EncoderFeaturizer(cache_dir=tmp_path, device="cpu")
+    full = feat.transform(ds, "full")
+    fold = ds.subset([3, 7, 11, 19])
+    alone = EncoderFeaturizer(cache_dir=False, device="cpu").transform(fold, "full")
+    np.testing.assert_array_equal(feat.transform(fold, "full"), alone)
+    np.testing.assert_array_equal(alone, full[[3, 7, 11, 19]])
 
 
 def test_corrupt_cache_entry_is_rebuilt(tmp_path: Path, counting: _CountingEncode) -> None:
     ds = _nli(["p one", "p two", "p three"], ["h one", "h two", "h three"])
     feat = EncoderFeaturizer(cache_dir=tmp_path)
     first = feat.transform(ds, "premise_only")
-    (npy,) = tmp_path.glob("*.npy")
-    data = bytearray(npy.read_bytes())
-    data[-1] ^= 0x01
-    npy.write_bytes(bytes(data))
+    from spurious.features import cache as cache_mod
+
+    cache_mod._MEMO.clear()  # this process remembers shards it read; forget them
+    for npy in tmp_path.rglob("*.npy"):
+        data = bytearray(npy.read_bytes())
+        data[-1] ^= 0x01
+        npy.write_bytes(bytes(data))
     second = feat.transform(ds, "premise_only")
     assert len(counting.calls) == 2  # re-encoded
     np.testing.assert_array_equal(first, second)
@@ -349,7 +408,7 @@ def test_default_cache_dir_from_env(
     monkeypatch.setenv("SPURIOUS_CACHE_DIR", str(tmp_path / "env-cache"))
     ds = _nli(["p one", "p two", "p three"], ["h one", "h two", "h three"])
     EncoderFeaturizer().transform(ds, "premise_only")
-    assert len(list((tmp_path / "env-cache").glob("*.npy"))) == 1
+    assert len(list((tmp_path / "env-cache" / "texts").rglob("*.npy"))) == 2  # one shard
 
 
 def test_featurizer_contract(tmp_path: Path) -> None:

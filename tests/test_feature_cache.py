@@ -221,3 +221,71 @@ def test_empty_and_1d_arrays_round_trip(cache: FeatureCache) -> None:
     assert got is not None and got.shape == (0, 384)
     cache.put({"k": "vec"}, np.array([1.0, 2.0]))
     np.testing.assert_array_equal(cache.get({"k": "vec"}), [1.0, 2.0])
+
+
+# -- per-text embeddings ------------------------------------------------------------------
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    from spurious.features import cache as features_cache
+
+    features_cache._MEMO.clear()  # shards remembered by other tests' stores
+    return features_cache.TextEmbeddingStore({"encoder": "test"}, tmp_path / "cache")
+
+
+def test_text_store_round_trip_and_partial_hits(store) -> None:
+    from spurious.features.cache import text_digests
+
+    vectors = np.arange(12, dtype=np.float32).reshape(3, 4)
+    store.put(text_digests(["a", "b", "c"]), vectors)
+    found, got = store.get(text_digests(["c", "zzz", "a", "c"]))
+    assert found.tolist() == [True, False, True, True]
+    np.testing.assert_array_equal(got, vectors[[2, 0, 2]])
+    assert got.dtype == np.float32
+    # A second shard: lookups span shards; the folder grows by the new texts only.
+    store.put(text_digests(["zzz"]), np.ones((1, 4)))
+    found, got = store.get(text_digests(["zzz", "b"]))
+    assert found.all()
+    np.testing.assert_array_equal(got, [[1, 1, 1, 1], vectors[1]])
+
+
+def test_text_store_namespaces_are_separate_and_disabled_store_is_inert(tmp_path: Path) -> None:
+    from spurious.features.cache import TextEmbeddingStore, text_digests
+
+    d = text_digests(["a"])
+    TextEmbeddingStore({"encoder": "one"}, tmp_path).put(d, np.ones((1, 2)))
+    assert not TextEmbeddingStore({"encoder": "two"}, tmp_path).get(d)[0].any()
+    off = TextEmbeddingStore({"encoder": "one"}, False)
+    off.put(d, np.ones((1, 2)))
+    assert not off.enabled and not off.get(d)[0].any()
+
+
+def test_text_store_damaged_shard_is_a_miss(store, caplog) -> None:
+    from spurious.features import cache as features_cache
+    from spurious.features.cache import text_digests
+
+    d = text_digests(["a", "b"])
+    store.put(d, np.ones((2, 3)))
+    features_cache._MEMO.clear()
+    for npy in store.folder.glob("*.npy"):
+        data = bytearray(npy.read_bytes())
+        data[-1] ^= 0x01
+        npy.write_bytes(bytes(data))
+    with caplog.at_level(logging.WARNING):
+        found, _ = store.get(d)
+    assert not found.any() and "unusable" in caplog.text
+
+
+def test_text_store_merges_many_shards(store, monkeypatch) -> None:
+    from spurious.features import cache as features_cache
+    from spurious.features.cache import text_digests
+
+    monkeypatch.setattr(features_cache, "MAX_SHARDS", 3)
+    texts = [f"t{i}" for i in range(5)]
+    for i, t in enumerate(texts):
+        store.put(text_digests([t, "shared"]), np.full((2, 2), i, dtype=np.float32))
+    assert len(store._shards()) <= 3
+    found, got = store.get(text_digests([*texts, "shared"]))
+    assert found.all()
+    np.testing.assert_array_equal(got[:5, 0], np.arange(5))

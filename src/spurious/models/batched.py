@@ -36,14 +36,33 @@ Design
 * **Preconditioning and warm start.** A *pooled* model (the same objective, same
   ``lambda = 1/(C t)``, fitted on a fixed strided subsample of ``X``) gives a shared
   starting point; the exact Hessian of the objective at the pooled solution, estimated on
-  ``hessian_rows`` rows, gives a shared preconditioner: every classifier runs L-BFGS in
-  coordinates where that Hessian is the identity (with identity initial inverse Hessian;
-  rescaling it by ``s'y/y'y`` made iteration counts erratic). Classifiers trained on random
-  subsets of the same data start close to their solution and see nearly that Hessian, so
-  a handful of iterations suffice (5-8 at the benchmark settings against 40-100+ for
-  scikit-learn). Start and preconditioner depend on ``X``, ``y``, ``t`` and the
-  hyperparameters only, never on which classifiers are fitted, and the penalty stays on
-  the original weights, so each minimiser is scikit-learn's.
+  ``hessian_rows`` rows, gives a shared preconditioner: every classifier runs L-BFGS with
+  that Hessian's inverse as its initial inverse Hessian ``H0`` (the same iterates as
+  plain L-BFGS in coordinates where that Hessian is the identity, at one ``(D, D)``
+  product per iteration, in float32, where a change of variables costs two per
+  evaluation; rescaling ``H0`` by ``s'y/y'y`` made iteration counts erratic).
+  Classifiers trained on random subsets of the same data start close to their solution
+  and see nearly that Hessian, so a handful of iterations suffice (5-8 at the benchmark
+  settings against 40-100+ for scikit-learn). Start and preconditioner depend on ``X``,
+  ``y``, ``t`` and the hyperparameters only, never on which classifiers are fitted, and
+  the penalty stays on the original weights, so each minimiser is scikit-learn's.
+* **One start for many calls.** Building the start (pooled fit, Hessian GEMMs, a
+  Cholesky inverse of a ``(D, D)`` matrix) cost 50-57% of an AFLite round at 10k x 1,536
+  although a round changes ~2% of the rows. :meth:`~BatchedLogisticRegression.shared_start`
+  builds it once as a :class:`SharedStart` (plain arrays) that ``fit_predict(...,
+  start=...)`` reuses; AFLite builds it once per run on the initial data D. A start
+  computed on D is still close for later rounds (7-8 iterations per classifier in
+  round 21 of SNLI dev as in round 1), and being a fixed function of the inputs it keeps
+  results chunk-invariant and a resumed run exact.
+* **Threads.** On CPU, groups whose forward + gradient GEMM is small (under
+  :attr:`~BatchedLogisticRegression.parallel_groups_below` FLOPs, e.g. 10k x 1,536)
+  run in parallel, whole groups on worker threads with one intra-op thread each; larger
+  groups run one after another with every thread inside the GEMMs. L-BFGS on a group is
+  hundreds of small float64 operations per iteration, and torch's intra-op threads
+  synchronise on each: on 2 busy cores (load 4-7) a round at 10k x 1,536 took 5-19 s
+  with torch's default 2 intra-op threads against 0.9-2.0 s with one, and the pooled
+  start 18.6 s against 6.4 s. A small group's arithmetic is therefore that of a
+  one-thread run whatever the machine's thread count.
 * **Chunk invariance.** Classifiers are processed in fixed groups of ``chunk_size``
   consecutive rows of ``train_idx`` (the last group padded with inert copies), and every
   tensor operation has the same shape in every group, so a classifier's result depends
@@ -53,7 +72,9 @@ Design
   classifier to another column of the GEMM, and MKL's float32 GEMM rounds a column
   differently depending on its position and on the number of columns, so executors
   should split at multiples of :attr:`group_size` (``spurious.detectors.aflite`` does).
-  Bitwise equality also assumes the same device, dtype and torch thread count.
+  Bitwise equality also assumes the same device and dtype, the same start (built per
+  call on the same ``X``, or the same :class:`SharedStart`), and, for large groups only,
+  the same torch thread count.
 * **Precision.** ``dtype="float32"`` (default) runs everything in float32 (float64
   optimiser state). ``"bfloat16"`` trains on a centred bfloat16 copy of ``X`` (GEMMs
   with float32 accumulation, ~2.7x the float32 rate on CPUs with AVX512-BF16); its
@@ -406,8 +427,8 @@ def _lbfgs(
     def dot(u, v):
         return (u * v).sum(1)
 
-    phi = start.reshape(g, D).to(f64, copy=True)
-    gphi, gmax = evaluate(phi)
+    x = start.reshape(g, D).to(f64, copy=True)
+    gx, gmax = evaluate(x)
     n_iter = torch.zeros(g, dtype=torch.long, device=dev)
     status = torch.full((g,), RUNNING, dtype=torch.long, device=dev)
     status = torch.where(active & (gmax <= tol), CONVERGED, status)
@@ -441,8 +462,8 @@ def _lbfgs(
             q += (alphas[i] - beta)[:, None] * s_hist[i]
         return -q
 
-    p = direction(gphi)
-    slope0 = dot(gphi, p)
+    p = direction(gx)
+    slope0 = dot(gx, p)
     if first_step == "unit":
         step = torch.ones(g, dtype=f64, device=dev)
     else:
@@ -455,7 +476,7 @@ def _lbfgs(
     n_ls = torch.zeros(g, dtype=torch.long, device=dev)
 
     while not bool(done.all()):
-        trial = torch.where(done[:, None], phi, phi + step[:, None] * p)
+        trial = torch.where(done[:, None], x, x + step[:, None] * p)
         g_t, gmax_t = evaluate(trial)
         slope = dot(g_t, p)
         finite = torch.isfinite(g_t).all(1)
@@ -490,8 +511,8 @@ def _lbfgs(
         status = torch.where(reject & (n_ls >= _MAX_LINE_SEARCH), LINE_SEARCH_FAILED, status)
 
         # Accepted: L-BFGS update with the pair (s, y) when its curvature is positive.
-        s_vec = trial - phi
-        y_vec = g_t - gphi
+        s_vec = trial - x
+        y_vec = g_t - gx
         sy = dot(s_vec, y_vec)
         upd = accept & (sy > 1e-12 * torch.sqrt(dot(s_vec, s_vec) * dot(y_vec, y_vec)))
         if bool(upd.any()):
@@ -501,8 +522,8 @@ def _lbfgs(
             rho_new = torch.cat([(1.0 / torch.where(upd, sy, 1.0))[None], rho[:-1]])
             rho = torch.where(upd[None, :], rho_new, rho)
             used = min(history, used + 1)
-        phi = torch.where(accept[:, None], trial, phi)
-        gphi = torch.where(accept[:, None], g_t, gphi)
+        x = torch.where(accept[:, None], trial, x)
+        gx = torch.where(accept[:, None], g_t, gx)
         n_iter = n_iter + accept.long()
         status = torch.where(accept & (gmax_t <= tol), CONVERGED, status)
         status = torch.where(accept & (status == RUNNING) & (n_iter >= max_iter), MAX_ITER, status)
@@ -510,15 +531,15 @@ def _lbfgs(
 
         renew = accept & ~done
         if bool(renew.any()):
-            p_new = direction(gphi)
-            slope_new = dot(gphi, p_new)
+            p_new = direction(gx)
+            slope_new = dot(gx, p_new)
             # Not a descent direction (numerical trouble): forget the history and
             # restart from the preconditioned gradient.
             reset = renew & ~(slope_new < 0)
             if bool(reset.any()):
-                p_reset = -precond.apply(gphi, (g, a, r))
+                p_reset = -precond.apply(gx, (g, a, r))
                 p_new = torch.where(reset[:, None], p_reset, p_new)
-                slope_new = torch.where(reset, dot(gphi, p_reset), slope_new)
+                slope_new = torch.where(reset, dot(gx, p_reset), slope_new)
                 s_hist = torch.where(reset[None, :, None], 0.0, s_hist)
                 y_hist = torch.where(reset[None, :, None], 0.0, y_hist)
                 rho = torch.where(reset[None, :], 0.0, rho)
@@ -531,7 +552,7 @@ def _lbfgs(
             hi_d = torch.where(renew, 0.0, hi_d)
             n_ls = torch.where(renew, 0, n_ls)
 
-    return phi.view(g, a, r), n_iter, status
+    return x.view(g, a, r), n_iter, status
 
 
 class BatchedLogisticRegression:
@@ -576,11 +597,16 @@ class BatchedLogisticRegression:
         solution.
     hessian_rows : int, optional
         Rows (a subset of those) for the Hessian estimate; default
-        ``max(8192, min(64 (d + 1), 2.5 t))``. Its relative sampling error, about
+        ``max(4096, min(64 (d + 1), 2.5 t))``. Its relative sampling error, about
         ``sqrt(d / rows)``, sets how far each classifier's preconditioned problem is from
-        the identity (at the SNLI setting 65536 rows gave 8 evaluations, 32768 gave 12).
+        the identity (at the SNLI setting 65536 rows gave 8 evaluations, 32768 gave 12;
+        at 10k x 1,536 with t = 984, 4096 rows gave the 8 iterations of 8192 in half the
+        time, 2048 gave 10).
     predict_block : int, default=65536
         Rows of ``X_predict`` per prediction GEMM (bounds memory).
+    num_threads : int, optional
+        CPU threads (default ``torch.get_num_threads()``): worker threads for small
+        groups, intra-op threads for large ones (see the module docstring, "Threads").
 
     Attributes
     ----------
@@ -684,6 +710,8 @@ class BatchedLogisticRegression:
             "precondition": self.precondition,
             "pooled_rows": self.pooled_rows,
             "hessian_rows": self.hessian_rows,
+            # 2: one start per run (shared_start), H0 = H^-1 in float32, group threads.
+            "version": 2,
         }
 
     def shared_start(self, X: np.ndarray, y: np.ndarray, t: int, n_classes: int) -> SharedStart:

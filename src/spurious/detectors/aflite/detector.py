@@ -553,11 +553,7 @@ class AFLite(Detector):
         """Run rounds on ``state`` in place until a stop rule (or the round budget) hits."""
         if state.stop_reason is not None:
             return
-        # Built once per run on the training rows (D), reused by every round.
-        start = prepare_start(model, X, y, n_train, t, dataset.n_classes)
-        shared = executor.put(
-            {"X": X, "y": y, "model": model, "n_classes": dataset.n_classes, "start": start}
-        )
+        shared = None
         m = self.n_partitions
         chunk = chunk_partitions(m, self.chunk_size, executor.n_workers, model)
         bound = (
@@ -585,6 +581,14 @@ class AFLite(Detector):
                     )
                     break
                 r = state.rounds_done + 1
+                if shared is None:
+                    # The model's shared start (pooled fit + preconditioner of the
+                    # batched model) is built once per run on D, not once per round.
+                    start = prepare_start(model, X, y, n_train, t, dataset.n_classes)
+                    shared = executor.put(
+                        {"X": X, "y": y, "model": model, "n_classes": dataset.n_classes,
+                         "start": start}
+                    )  # fmt: skip
                 self._round(state, r, S, R, codes, (t, k, n_target), executor, shared, chunk)
                 if self.checkpoint_dir is not None:
                     save_checkpoint(self.checkpoint_dir, identity, state)
