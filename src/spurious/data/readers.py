@@ -423,7 +423,7 @@ def read_file(path: Path, format: str | None = None) -> tuple[pd.DataFrame, list
     --------
     >>> import tempfile
     >>> p = Path(tempfile.mkdtemp()) / "x.jsonl"
-    >>> _ = p.write_text('{"a": 1}\n')
+    >>> _ = p.write_text('{"a": 1}\\n')
     >>> read_file(p)[0]["a"].tolist()
     [1]
     """
