@@ -154,6 +154,7 @@ def test_audit_picks_applicable_analyses_and_skips_with_reasons(runner, nli_file
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["statuses"] == {
         "aflite": "ok",
+        "cartography": "ok",
         "partial_input": "ok",
         "prediction_bias": "skipped",
     }

@@ -285,7 +285,5 @@ def _heuristics(ctx: RunContext, *, names: list[str], params: dict[str, Any]) ->
     if fit_on is None and ctx.eval is not None:
         fit_on = ctx.train
     task = ctx.target.task.name
-    specs = [
-        get_heuristic(n, task=task)(**params[n]) if n in params else n for n in names
-    ]
+    specs = [get_heuristic(n, task=task)(**params[n]) if n in params else n for n in names]
     return compute_heuristics(ctx.target, specs, train=fit_on, progress=ctx.progress)

@@ -21,6 +21,7 @@ from spurious.cli.audit import audit, run_command
 from spurious.cli.bias import bias, resample
 from spurious.cli.info import list_analyses, list_detectors, report
 from spurious.cli.leakage import demo, leakage
+from spurious.cli.train import train
 from spurious.exceptions import SpuriousError
 
 logger = logging.getLogger("spurious")
@@ -66,6 +67,7 @@ for _command in (
     aflite,
     bias,
     resample,
+    train,
     report,
     list_analyses,
     list_detectors,

@@ -36,6 +36,11 @@ def make_featurizer(spec: str | Featurizer = "tfidf", **kwargs: Any) -> Featuriz
             f"The 'features' parameter must be one of {FEATURIZERS.names()}, a model "
             f"directory, or a Featurizer. Got {type(spec).__name__} instead."
         )
+    if spec.startswith("finetuned:"):
+        # A model fine-tuned by spurious.models.finetune: its pooled hidden states.
+        from spurious.features.finetuned import from_spec
+
+        return from_spec(spec, **kwargs)
     if spec in FEATURIZERS:
         kind, defaults = FEATURIZERS[spec]
     elif os.path.isdir(spec) or _is_hub_name(spec):

@@ -185,7 +185,9 @@ class FineTuneConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (JSON-able), the inverse of :meth:`from_dict`."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+        return {
+            f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"
+        }
 
     def identity(self) -> dict[str, Any]:
         """The fields that decide the trained weights and dynamics (for cache keys)."""

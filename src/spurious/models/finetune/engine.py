@@ -44,7 +44,7 @@ from spurious.data.dataset import Dataset
 from spurious.exceptions import ParameterError, SchemaError, missing_dependency
 from spurious.models.finetune.config import FineTuneConfig
 from spurious.models.finetune.data import EncodedSplit, PadCollator, encode
-from spurious.models.finetune.inference import MODEL_META
+from spurious.models.finetune.inference import MODEL_META, quiet_transformers
 from spurious.models.finetune.recording import (
     DynamicsRecorder,
     empty_frame,
@@ -197,7 +197,6 @@ def fine_tune(
     out = Path(output_dir)
     ckpt_dir = out / CHECKPOINT_DIR
     run_info = _run_info(train, eval, cfg)
-    last = _prepare_output(out, run_info, resume=resume, overwrite=overwrite)
     try:
         import torch
         import transformers
@@ -207,6 +206,7 @@ def fine_tune(
         import accelerate  # noqa: F401  (transformers.Trainer needs it)
     except ImportError:
         raise missing_dependency("accelerate", "encoder", "Fine-tuning") from None
+    last = _prepare_output(out, run_info, resume=resume, overwrite=overwrite)
 
     from spurious.context import default_progress
 
@@ -251,16 +251,17 @@ def fine_tune(
             recorder.load(last)
             timer.load(last)
             logger.info("resuming from %s", last)
-        train_out = trainer.train(resume_from_checkpoint=str(last) if last else None)
+        # The Trainer's own notes (checkpoint file-system hints, shard-writing bars) are
+        # noise around our progress bar; errors still raise.
+        with quiet_transformers():
+            train_out = trainer.train(resume_from_checkpoint=str(last) if last else None)
     wall = time.perf_counter() - t_start
 
     if not trainer.is_world_process_zero():
         return FineTuneResult(out, out / MODEL_DIR, recorder.frame(), [], {}, cfg)
     dynamics = recorder.frame()
-    history = _history(trainer.state.log_history, dynamics, recorder, timer)
-    metrics = _final_metrics(
-        trainer, train_out, history, recorder, timer, len(train_enc), eval_enc, wall
-    )
+    history = _history(trainer.state.log_history, dynamics, timer)
+    metrics = _final_metrics(trainer, train_out, history, timer, len(train_enc), eval_enc, wall)
     metrics.update(device=device, precision=precision)
     _write_model(trainer, tokenizer, out / MODEL_DIR, cfg, view.name, run_info)
     atomic_write(out / DYNAMICS_FILE, lambda p: dynamics.to_parquet(p, index=False))
@@ -399,13 +400,13 @@ def _restored_global_rng() -> Iterator[None]:
     caller's state afterwards so a fine-tune does not change a user's random streams."""
     import torch
 
-    py, npy, th = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    py, npy, th = random.getstate(), np.random.get_state(), torch.get_rng_state()  # noqa: NPY002
     cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
     try:
         yield
     finally:
         random.setstate(py)
-        np.random.set_state(npy)
+        np.random.set_state(npy)  # noqa: NPY002  (restoring, not drawing)
         torch.set_rng_state(th)
         if cuda is not None:
             torch.cuda.set_rng_state_all(cuda)
@@ -413,36 +414,26 @@ def _restored_global_rng() -> Iterator[None]:
 
 def _load_model(cfg: FineTuneConfig, label_names: Sequence[str]) -> tuple[Any, Any]:
     import transformers
-    from transformers.utils import logging as hf_logging
 
     from spurious.features.encoder import _resolve_model
 
     path, is_local, _ = _resolve_model(cfg.model)
     kwargs: dict[str, Any] = {"local_files_only": True} if is_local else {}
     labels = list(label_names)
-    verbosity = hf_logging.get_verbosity()
-    bar_was_on = hf_logging.is_progress_bar_enabled()
-    # "Some weights were newly initialized" is the expected state of a new head, and the
-    # weight-loading bar is noise inside a library; both are restored below.
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
     try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(path, **kwargs)
-        model = transformers.AutoModelForSequenceClassification.from_pretrained(
-            path,
-            num_labels=len(labels),
-            id2label=dict(enumerate(labels)),
-            label2id={name: i for i, name in enumerate(labels)},
-            # A folder that already has a head for another label count gets a new one.
-            ignore_mismatched_sizes=True,
-            **kwargs,
-        )
+        with quiet_transformers():
+            tokenizer = transformers.AutoTokenizer.from_pretrained(path, **kwargs)
+            model = transformers.AutoModelForSequenceClassification.from_pretrained(
+                path,
+                num_labels=len(labels),
+                id2label=dict(enumerate(labels)),
+                label2id={name: i for i, name in enumerate(labels)},
+                # A folder that already has a head for another label count gets a new one.
+                ignore_mismatched_sizes=True,
+                **kwargs,
+            )
     except OSError as e:
         raise ParameterError(f"Could not load the model {cfg.model!r} ({path}): {e}") from e
-    finally:
-        hf_logging.set_verbosity(verbosity)
-        if bar_was_on:
-            hf_logging.enable_progress_bar()
     logger.info("fine-tuning %s with a new %d-way head", path, len(labels))
     return tokenizer, model
 
@@ -561,7 +552,9 @@ def _trainer_class(base: type) -> type:
         capture: bool = False
         examples_seen: int = 0
 
-        def compute_loss(self, model: Any, inputs: dict[str, Any], return_outputs: bool = False, **kw: Any):
+        def compute_loss(
+            self, model: Any, inputs: dict[str, Any], return_outputs: bool = False, **kw: Any
+        ):
             idx = inputs.pop("idx", None)
             loss, outputs = super().compute_loss(model, inputs, return_outputs=True, **kw)
             if idx is not None and model.training:
@@ -657,7 +650,7 @@ def _progress_callback(trainer: Any, n_train: int, epochs: int) -> Any:
         seen: int = 0
 
         def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any):
-            done = min(n_train * epochs, int(round((state.epoch or 0.0) * n_train)))
+            done = min(n_train * epochs, round((state.epoch or 0.0) * n_train))
             self.bar = tqdm(total=n_train * epochs, initial=done, desc="fine-tuning", unit="ex")
             self.seen = trainer.examples_seen
 
@@ -683,7 +676,6 @@ def _progress_callback(trainer: Any, n_train: int, epochs: int) -> Any:
 def _history(
     log_history: list[dict[str, Any]],
     dynamics: pd.DataFrame,
-    recorder: DynamicsRecorder,
     timer: _EpochTimer,
 ) -> list[dict[str, Any]]:
     """One row per completed epoch: losses from the Trainer's log, accuracies from the
@@ -710,7 +702,6 @@ def _history(
             row = rows.setdefault(int(e), {"epoch": int(e)})
             row["train_accuracy"] = float(last["correct"].mean())
             row["train_mean_p_gold"] = float(last["p_gold"].mean())
-    del recorder
     return [rows[e] for e in sorted(rows)]
 
 
@@ -718,7 +709,6 @@ def _final_metrics(
     trainer: Any,
     train_out: Any,
     history: list[dict[str, Any]],
-    recorder: DynamicsRecorder,
     timer: _EpochTimer,
     n_train: int,
     eval_enc: EncodedSplit | None,
@@ -763,7 +753,8 @@ def _write_model(
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     try:
-        trainer.model.save_pretrained(str(tmp), safe_serialization=True)
+        with quiet_transformers():
+            trainer.model.save_pretrained(str(tmp), safe_serialization=True)
         tokenizer.save_pretrained(str(tmp))
         atomic_write_json(
             tmp / MODEL_META,

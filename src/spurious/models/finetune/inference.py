@@ -38,6 +38,8 @@ logger = logging.getLogger(__name__)
 #: File written beside a fine-tuned model's weights: how it was trained (view, labels ...).
 MODEL_META = "spurious_finetune.json"
 POOLINGS = ("cls", "mean")
+#: Padded tokens per CPU batch (the sentence encoder's measured sweet spot).
+CPU_TOKENS_PER_BATCH = 1024
 #: At most this many CPU worker threads for a pass.
 _MAX_CPU_WORKERS = 8
 
@@ -50,6 +52,25 @@ def amp_context(device: str, precision: str) -> Any:
     if dtype is None:
         return contextlib.nullcontext()
     return torch.autocast(torch.device(device).type, dtype=dtype)
+
+
+@contextlib.contextmanager
+def quiet_transformers() -> Any:
+    """Silence transformers' weight-loading bar and load report while loading a model
+    (noise inside a library; a new head's "newly initialized" note is expected), then
+    restore the user's settings."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    bar_was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bar_was_on:
+            hf_logging.enable_progress_bar()
 
 
 def run_batches(
@@ -71,12 +92,9 @@ def run_batches(
     """
     import torch
 
-    from spurious.features.encoder import _parallel_info, _plan_batches
-
     rows = np.arange(len(split)) if rows is None else np.asarray(rows, dtype=np.int64)
-    order = rows[np.argsort(-split.lengths[rows], kind="stable")]
     on_cpu = torch.device(device).type == "cpu"
-    batches = _plan_batches(split.lengths, order, batch_size, on_cpu)
+    batches = plan_batches(split.lengths, rows, batch_size, on_cpu)
     out: dict[int, np.ndarray] = {}
 
     def one(batch_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -90,9 +108,7 @@ def run_batches(
         return batch_rows, result
 
     total = torch.get_num_threads()
-    parallel = (
-        on_cpu and total > 1 and len(batches) > 1 and "parallel backend: OpenMP" in _parallel_info()
-    )
+    parallel = on_cpu and total > 1 and len(batches) > 1 and _openmp()
     old_threads = torch.get_num_threads()
     try:
         if parallel:
@@ -117,6 +133,40 @@ def run_batches(
         # A worker's set_num_threads also changes torch's default for new threads.
         torch.set_num_threads(old_threads)
     return out
+
+
+def plan_batches(
+    lengths: np.ndarray, rows: np.ndarray, batch_size: int, on_cpu: bool
+) -> list[np.ndarray]:
+    """``rows`` sorted by length, longest first, cut into batches of at most
+    ``batch_size`` rows; on CPU also at most :data:`CPU_TOKENS_PER_BATCH` padded tokens
+    (small working sets stay in cache; long inputs get fewer rows, so memory stays flat).
+
+    Examples
+    --------
+    >>> [b.tolist() for b in plan_batches(np.array([3, 600, 5]), np.arange(3), 2, True)]
+    [[1], [2, 0]]
+    """
+    order = rows[np.argsort(-lengths[rows], kind="stable")]
+    batches, start = [], 0
+    while start < len(order):
+        size = batch_size
+        if on_cpu:
+            size = max(1, min(batch_size, CPU_TOKENS_PER_BATCH // int(lengths[order[start]])))
+        batches.append(order[start : start + size])
+        start += size
+    return batches
+
+
+@functools.lru_cache(maxsize=1)
+def _openmp() -> bool:
+    """Per-thread intra-op settings need torch's OpenMP backend."""
+    import torch
+
+    try:
+        return "parallel backend: OpenMP" in str(torch.__config__.parallel_info())
+    except Exception:  # pragma: no cover  (exotic builds)
+        return False
 
 
 def _stack(results: dict[int, np.ndarray], rows: np.ndarray) -> np.ndarray:
@@ -253,10 +303,11 @@ def _load_classifier(path: str, digest: str, device: str) -> tuple[Any, Any]:
     except ImportError as e:
         raise missing_dependency(e.name or "transformers", "encoder", "Fine-tuned models") from None
     try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
-        model = transformers.AutoModelForSequenceClassification.from_pretrained(
-            path, local_files_only=True
-        )
+        with quiet_transformers():
+            tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
+            model = transformers.AutoModelForSequenceClassification.from_pretrained(
+                path, local_files_only=True
+            )
     except (OSError, ValueError) as e:
         raise FeatureError(f"Could not load the fine-tuned model {path!r}: {e}") from e
     return tokenizer, model.float().to(device).eval()

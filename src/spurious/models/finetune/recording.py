@@ -11,6 +11,7 @@ The frame (one row per example and snapshot) has the columns of
 ``p_gold``   softmax probability of the gold label
 ``pred``     predicted label id (argmax)
 ``correct``  ``pred == gold``
+``gold``     gold label id
 ``logits``   the classifier's logits (list of float)
 ===========  =====================================================================
 
@@ -41,7 +42,7 @@ from spurious.utils.io import atomic_write, atomic_write_json, read_json
 logger = logging.getLogger(__name__)
 
 #: Columns of a dynamics frame (the interface shared with ``spurious.models.dynamics``).
-DYNAMICS_COLUMNS = ("id", "split", "epoch", "p_gold", "pred", "correct", "logits")
+DYNAMICS_COLUMNS = ("id", "split", "epoch", "p_gold", "pred", "correct", "gold", "logits")
 #: File names inside a checkpoint folder.
 CHECKPOINT_DYNAMICS = "spurious_dynamics.parquet"
 CHECKPOINT_STATE = "spurious_state.json"
@@ -76,6 +77,7 @@ def records(split: EncodedSplit, name: str, epoch: float, rows: np.ndarray, logi
             "p_gold": probs[np.arange(len(rows)), gold].astype(np.float64),
             "pred": pred.astype(np.int64),
             "correct": pred == gold,
+            "gold": gold.astype(np.int64),
             "logits": list(logits),
         }
     )
@@ -91,6 +93,7 @@ def empty_frame() -> pd.DataFrame:
             "p_gold": pd.Series([], dtype=np.float64),
             "pred": pd.Series([], dtype=np.int64),
             "correct": pd.Series([], dtype=bool),
+            "gold": pd.Series([], dtype=np.int64),
             "logits": pd.Series([], dtype=object),
         }
     )
@@ -164,10 +167,10 @@ class DynamicsRecorder:
         logits = torch.cat([x for _, x in self._forward]).float().cpu().numpy()
         self._forward.clear()
         idx, logits = self._gathered(idx, logits)
-        # A distributed sampler pads shards with repeated examples: keep each once.
-        _, first = np.unique(idx, return_index=True)
-        keep = np.sort(first)
-        self.chunks.append(records(self.train, "train", epoch, idx[keep], logits[keep]))
+        # Dataset order; a distributed sampler pads shards with repeated examples: keep
+        # each example once.
+        rows, first = np.unique(idx, return_index=True)
+        self.chunks.append(records(self.train, "train", epoch, rows, logits[first]))
 
     def discard_forward(self) -> None:
         """Drop captured logits (a partial epoch that a resume will redo)."""
