@@ -43,7 +43,8 @@ def _adversaries(items: tuple[str, ...]) -> list[str] | dict[str, str]:
 @options.input_options
 @options.eval_option(
     "Evaluation split to filter adversarially (AFLite's classifiers train on DATA); the "
-    "predictions are for this split. Required."
+    "predictions are for this split. Required, except for --task qa (DATA is filtered in "
+    "two cross-fitted article halves)."
 )
 @options.file_opt(
     "--predictions",
@@ -54,7 +55,8 @@ def _adversaries(items: tuple[str, ...]) -> list[str] | dict[str, str]:
 @options.opt(
     "--adversary",
     "A representation Phi for AFLite, weakest first (repeatable): bow | tfidf | minilm | "
-    "finetuned:<dir> | a model folder, or NAME=SPEC. Default: bow, tfidf, minilm.",
+    "finetuned:<dir> | a model folder, or NAME=SPEC. Default: bow, tfidf, minilm; for "
+    "--task qa: qa_position, qa_lexical, qa_heuristic (the only QA choices).",
     dest="adversaries",
     multiple=True,
 )
@@ -107,10 +109,11 @@ def fairness(
     Example:
       spurious fairness train.jsonl --task nli --eval dev.jsonl \\
           --predictions preds/*.jsonl --adversary bow --adversary minilm --seeds 0,1,2
+      spurious fairness dev-v1.1.json --task qa --predictions squad_preds/*.json
     """
     from spurious.cli.audit import parse_set
 
-    if eval_path is None:
+    if eval_path is None and task != "qa":  # QA cross-fits article halves of DATA instead
         raise click.UsageError("spurious fairness needs --eval (the split to filter).")
     all_predictions = (*predictions, *extra_predictions)
     if not all_predictions:

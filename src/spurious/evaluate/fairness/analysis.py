@@ -5,11 +5,18 @@ evaluation split; the evaluated models are the run's predictions (``--prediction
 It reports the accuracy matrix with "none" = the full set, the filter-stage breakdown,
 ranking stability (Kendall / Spearman against the unfiltered ranking, same-family rank
 change) and the annotators' agreement with the gold label per stage.
+
+On an extractive-QA run the same study runs on answer-sentence selection
+(:mod:`~spurious.evaluate.fairness.qa`, a documented deviation): QA adversaries, a
+conditional-logit model family, cross-fitted article halves when there is no training
+split, SQuAD F1 (and EM) as the per-question score, and agreement among the annotators'
+answers.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 from collections.abc import Mapping
 from numbers import Integral, Real
@@ -40,12 +47,22 @@ from spurious.evaluate.fairness.agreement import (
     label_entropy,
     read_label_counts,
 )
+from spurious.evaluate.fairness.families import resolve_families
 from spurious.evaluate.fairness.matrix import accuracy_matrix, correctness
+from spurious.evaluate.fairness.qa import (
+    QA_ADVERSARIES,
+    answer_agreement,
+    answer_counts,
+    run_qa_adversaries,
+)
 from spurious.evaluate.fairness.ranking import family_rank_change, rank_agreement, ranks
 from spurious.exceptions import DetectorError, ParameterError
+from spurious.stats.metrics import qa_scores
 from spurious.utils.validation import Interval
 
 __all__ = ["Fairness", "verdict_text"]
+
+logger = logging.getLogger(__name__)
 
 _STAGE_SHORT = ("first_round", "later", "selected")
 
@@ -56,9 +73,13 @@ class Fairness(Analysis):
 
     Parameters
     ----------
-    adversaries : list of str or dict of str to str, default=("bow", "tfidf", "minilm")
+    adversaries : list of str or dict of str to str, optional
         Representations Phi, weakest first: featurizer specs (``"bow"``, ``"tfidf"``,
         ``"minilm"``, ``"finetuned:<dir>"``, a model folder), or ``{name: spec}``.
+        Default ``bow, tfidf, minilm``; on a QA run ``qa_position, qa_lexical,
+        qa_heuristic`` (:data:`~spurious.evaluate.fairness.qa.QA_ADVERSARIES`, the only
+        ones QA accepts; a list with no QA adversary, such as the audit's quick profile,
+        falls back to them with a warning).
     seeds : list of int, default=(0, 1, 2)
         AFLite seeds per adversary (paper: 3 representation x 3 AFLite seeds; our
         representations are frozen and deterministic, so only AFLite's seeds vary).
@@ -70,7 +91,10 @@ class Fairness(Analysis):
         Text fields the adversaries' representation sees.
     families : dict of str to str, optional
         Family per model name and adversary name (e.g. both ``"minilm"``) for the
-        same-family rank change (paper 004 Fig. 4).
+        same-family rank change (paper 004 Fig. 4). Names left out get a family inferred
+        from their spec or name where possible
+        (:func:`~spurious.evaluate.fairness.families.resolve_families`); the result says
+        which were inferred.
     annotations : str, optional
         A JSONL file of annotations per evaluation id (``annotator_labels`` lists or
         ChaosNLI ``label_counter``); default: the split's own ``annotator_labels``.
@@ -78,7 +102,8 @@ class Fairness(Analysis):
         Bootstrap draws over the evaluation examples for every interval.
     confidence : float, default=0.95
     random_state : int, default=0
-        Seed of the bootstraps (AFLite uses ``seeds``).
+        Seed of the bootstraps and, on a QA run without a training split, of the article
+        halves (AFLite uses ``seeds``).
 
     Examples
     --------
@@ -112,6 +137,7 @@ class Fairness(Analysis):
         "stage's examples; + _ci_low/_ci_high.",
         "entropy_<stage>_<adv>": "Mean entropy (bits) of the annotator label distribution.",
         "agreement_all / entropy_all": "The same over every annotated example.",
+        "em_<model>_<adv>": "QA only: exact match on the AF-selected set (acc_ is SQuAD F1).",
     }
     score_columns: ClassVar[dict[str, str]] = {
         "id": "Evaluation example id.",
@@ -158,7 +184,7 @@ class Fairness(Analysis):
         "full": {},
     }
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
-        "adversaries": [list, tuple, dict],
+        "adversaries": [list, tuple, dict, None],
         "seeds": [list, tuple],
         "aflite_params": [dict, None],
         "view": [str],
@@ -171,7 +197,7 @@ class Fairness(Analysis):
 
     def __init__(
         self,
-        adversaries: list[str] | dict[str, str] = ("bow", "tfidf", "minilm"),
+        adversaries: list[str] | dict[str, str] | None = None,
         seeds: list[int] = (0, 1, 2),
         aflite_params: dict[str, Any] | None = None,
         view: str = "full",
@@ -205,7 +231,8 @@ class Fairness(Analysis):
             raise ParameterError(
                 f"The 'seeds' parameter of Fairness repeats a seed. Got {self.seeds!r} instead."
             )
-        adversary_names(self.adversaries)
+        if self.adversaries is not None:
+            adversary_names(self.adversaries)
         if self.families is not None and not all(
             isinstance(k, str) and isinstance(v, str) for k, v in self.families.items()
         ):
@@ -214,8 +241,38 @@ class Fairness(Analysis):
                 f"Got {self.families!r} instead."
             )
 
+    def unmet(self, context: RunContext) -> list[str]:
+        """Classification needs labels and an evaluation split; QA needs neither (it
+        cross-fits article halves when there is no training split)."""
+        if _is_qa(context):
+            return Requirements(predictions=True).unmet(context)
+        return super().unmet(context)
+
+    def _adversary_specs(self, qa: bool) -> dict[str, Any]:
+        default = QA_ADVERSARIES if qa else ("bow", "tfidf", "minilm")
+        names = adversary_names(list(default) if self.adversaries is None else self.adversaries)
+        if qa and not any(s in QA_ADVERSARIES for s in names.values()):
+            # Classification representations (e.g. the audit's quick profile: bow, tfidf)
+            # do not apply to QA; the QA defaults stand in, and the result says so.
+            logger.warning(
+                "fairness on a QA run: adversaries %s are not QA adversaries; using %s",
+                list(names.values()), list(QA_ADVERSARIES),
+            )  # fmt: skip
+            names = adversary_names(list(QA_ADVERSARIES))
+        return names
+
     def check(self, context: RunContext) -> None:
-        """Predictions must be class labels of the evaluation split."""
+        """Predictions must be class labels of the evaluation split (answer texts for QA);
+        QA runs take QA adversaries only."""
+        if _is_qa(context):
+            bad = {a: s for a, s in self._adversary_specs(True).items() if s not in QA_ADVERSARIES}
+            if bad:
+                raise ParameterError(
+                    f"The 'adversaries' parameter of Fairness on a QA run must use only "
+                    f"{list(QA_ADVERSARIES)} (or no QA adversary at all, for the defaults). "
+                    f"Got {bad!r} instead."
+                )
+            return
         if context.eval is None:
             return
         for p in context.predictions:
@@ -236,18 +293,35 @@ class Fairness(Analysis):
         return counts_from_lists(col.tolist())
 
     def _run(self, ctx: RunContext) -> AnalysisOutput:
-        ds = ctx.split("eval")
+        qa = _is_qa(ctx)
+        ds = ctx.target if qa else ctx.split("eval")
         n = len(ds)
-        labels = ds.labels
-        names = adversary_names(self.adversaries)
-        runs = run_adversaries(
-            ctx, names, self.seeds, aflite_params=self.aflite_params, view=self.view
-        )
-        stages = stage_arrays(runs)
+        names = self._adversary_specs(qa)
         models = [p.name for p in ctx.predictions]
         if len(set(models)) != len(models):
             raise DetectorError(f"fairness needs distinct model names; got {models}.")
-        correct = correctness([p.values for p in ctx.predictions], labels)
+        qa_info: dict[str, Any] = {}
+        em = None
+        if qa:
+            runs, qa_info = run_qa_adversaries(
+                ds, names, self.seeds, aflite_params=self.aflite_params,
+                train=ctx.train if ctx.eval is not None else None,
+                split_seed=0 if self.random_state is None else int(self.random_state),
+            )  # fmt: skip
+            answers = [list(a) for a in ds.frame["answers"]]
+            # SQuAD F1 / EM per question (max over the gold answers, official normalisation)
+            correct = np.stack([qa_scores(p.values, answers, "f1") for p in ctx.predictions])
+            em = np.stack([qa_scores(p.values, answers, "em") for p in ctx.predictions])
+            gold_col = [a[0] if a else "" for a in answers]
+            chance = math.nan  # no chance level for span F1
+        else:
+            runs = run_adversaries(
+                ctx, names, self.seeds, aflite_params=self.aflite_params, view=self.view
+            )
+            correct = correctness([p.values for p in ctx.predictions], ds.labels)
+            gold_col = [ds.label_names[k] for k in ds.labels]
+            chance = 1.0 / ds.n_classes
+        stages = stage_arrays(runs)
         mat = accuracy_matrix(
             correct,
             {a: s == 2 for a, s in stages.items()},
@@ -261,7 +335,7 @@ class Fairness(Analysis):
             "n_models": float(len(models)),
             "n_adversaries": float(len(names)),
             "n_seeds": float(len(self.seeds)),
-            "chance": 1.0 / ds.n_classes,
+            "chance": chance,
         }
         # Fig. 1: the stage breakdown
         breakdown = []
@@ -300,6 +374,22 @@ class Fairness(Analysis):
                 )
         for j, a in enumerate(mat.adversaries):
             metrics[f"mean_acc_{a}"] = float(np.nanmean(mat.accuracy[:, j]))
+        em_table = []
+        if em is not None:  # QA: exact match beside F1 (F1 is the matrix's score)
+            mat_em = accuracy_matrix(
+                em, {a: s == 2 for a, s in stages.items()}, models=models,
+                n_bootstrap=self.n_bootstrap, confidence=self.confidence,
+                random_state=self.random_state,
+            )  # fmt: skip
+            for i, m in enumerate(models):
+                for j, a in enumerate(mat_em.adversaries):
+                    metrics[f"em_{m}_{a}"] = float(mat_em.accuracy[i, j])
+                    em_table.append(
+                        {"model": m, "adversary": a, "em": float(mat_em.accuracy[i, j]),
+                         "ci_low": float(mat_em.ci_low[i, j]),
+                         "ci_high": float(mat_em.ci_high[i, j]),
+                         "seed_sd": float(mat_em.seed_sd[i, j])}
+                    )  # fmt: skip
         # ranking stability
         rank_table: dict[str, dict[str, float]] = {}
         for j, a in enumerate(mat.adversaries):
@@ -325,9 +415,12 @@ class Fairness(Analysis):
         taus = [r["kendall_tau"] for r in ranking if math.isfinite(r["kendall_tau"])]
         metrics["min_kendall_tau"] = min(taus) if taus else math.nan
         family_changes = []
-        if self.families:
+        families, inferred = resolve_families(
+            self.families, names, models, {p.name: p.source for p in ctx.predictions}
+        )
+        if families:
             changes = family_rank_change(
-                rank_table["none"], {a: rank_table[a] for a in names}, self.families
+                rank_table["none"], {a: rank_table[a] for a in names}, families
             )
             for (m, a), v in changes.items():
                 metrics[f"family_rank_change_{m}_{a}"] = v
@@ -335,13 +428,17 @@ class Fairness(Analysis):
             if changes:
                 metrics["mean_family_rank_change"] = float(np.mean(list(changes.values())))
         # annotator agreement by stage
-        counts = self._annotation_counts(ctx)
+        counts = None if qa else self._annotation_counts(ctx)
         agreement_rows = []
         agree = np.full(n, np.nan)
-        if counts is not None:
-            gold = [ds.label_names[k] for k in labels]
-            agree = gold_agreement(counts, gold)
-            entropy = label_entropy(counts)
+        if qa or counts is not None:
+            if qa:  # share of the other annotators' answers equal to the first one
+                agree = answer_agreement(answers)
+                entropy = label_entropy(answer_counts(answers))
+                entropy[np.isnan(agree)] = np.nan  # one answer: no distribution to speak of
+            else:
+                agree = gold_agreement(counts, gold_col)
+                entropy = label_entropy(counts)
             metrics["n_annotated"] = float(np.isfinite(agree).sum())
             metrics["agreement_all"] = (
                 float(np.nanmean(agree)) if metrics["n_annotated"] else math.nan
@@ -372,16 +469,19 @@ class Fairness(Analysis):
                         }
                     )
         # per-example scores
-        scores = pd.DataFrame({"id": ds.ids, "label": [ds.label_names[k] for k in labels]})
+        scores = pd.DataFrame({"id": ds.ids, "label": gold_col})
         selected_total = np.zeros(n)
         for a, s in stages.items():
             counts_by_stage = np.stack([(s == c).sum(axis=0) for c in range(3)])  # (3, n)
             # most frequent stage; ties go to the later stage (argmax of reversed order)
             mode = 2 - np.argmax(counts_by_stage[::-1], axis=0)
-            scores[f"stage_{a}"] = np.array(STAGES, dtype=object)[mode]
+            named = np.array(STAGES, dtype=object)[mode]
+            # QA questions without a located answer are never staged (code -1)
+            named[counts_by_stage.sum(axis=0) == 0] = "not_staged"
+            scores[f"stage_{a}"] = named
             scores[f"selected_share_{a}"] = (s == 2).mean(axis=0)
             selected_total += (s == 2).sum(axis=0)
-        scores["models_correct"] = correct.mean(axis=0) if len(models) else np.nan
+        scores["models_correct"] = correct.mean(axis=0) if len(models) else np.nan  # QA: mean F1
         scores["annotator_agreement"] = agree
         scores["fairness_score"] = selected_total / sum(len(s) for s in stages.values())
         scores["is_fairness_issue"] = scores["fairness_score"].to_numpy() >= 0.5
@@ -400,7 +500,11 @@ class Fairness(Analysis):
             "ranks": rank_table,
             "ranking": ranking,
             "family_rank_change": family_changes,
-            "families": dict(self.families or {}),
+            "families": families,
+            "families_inferred": inferred,
+            "score": "SQuAD F1" if qa else "accuracy",
+            "matrix_em": em_table,
+            "qa": qa_info,
             "agreement": agreement_rows,
             "runs": [
                 {
@@ -416,7 +520,7 @@ class Fairness(Analysis):
         details["verdict"] = verdict_text(metrics, details)
         summary = (
             f"{len(models)} models x {len(names)} adversaries x {len(self.seeds)} seeds: "
-            f"mean accuracy {metrics['mean_acc_none']:.3f} unfiltered"
+            f"mean {details['score']} {metrics['mean_acc_none']:.3f} unfiltered"
         )
         weakest = _hardest(metrics, list(names))
         if weakest is not None:
@@ -449,6 +553,10 @@ class Fairness(Analysis):
         )
 
 
+def _is_qa(ctx: RunContext) -> bool:
+    return ctx.target.task.name == "qa"
+
+
 def _hardest(metrics: Mapping[str, float], adversaries: list[str]) -> str | None:
     """The adversary whose AF-selected set has the lowest mean accuracy."""
     vals = {a: metrics.get(f"mean_acc_{a}", math.nan) for a in adversaries}
@@ -468,13 +576,14 @@ def verdict_text(metrics: Mapping[str, float], details: Mapping[str, Any]) -> st
     """
     advs = list(details.get("adversary_order") or [])
     chance = metrics.get("chance", math.nan)
+    score = str(details.get("score") or "accuracy")
     parts = []
     accs = [(a, metrics.get(f"mean_acc_{a}", math.nan)) for a in advs]
     acc_txt = ", ".join(f"{a} {v:.3f}" for a, v in accs if math.isfinite(v))
     parts.append(
-        f"The models' mean accuracy is {metrics.get('mean_acc_none', math.nan):.3f} on the full "
-        f"evaluation set and {acc_txt or 'undefined'} on the AF-selected sets (chance "
-        f"{chance:.3f})."
+        f"The models' mean {score} is {metrics.get('mean_acc_none', math.nan):.3f} on the full "
+        f"evaluation set and {acc_txt or 'undefined'} on the AF-selected sets"
+        + (f" (chance {chance:.3f})." if math.isfinite(chance) else ".")
     )
     sel = ", ".join(f"{a} {metrics.get(f'selected_fraction_{a}', math.nan):.1%}" for a in advs)
     parts.append(f"The adversaries keep {sel} of the examples.")
@@ -500,8 +609,10 @@ def verdict_text(metrics: Mapping[str, float], details: Mapping[str, Any]) -> st
         )
     fam = metrics.get("mean_family_rank_change")
     if fam is not None and math.isfinite(fam):
+        inferred = details.get("families_inferred") or []
         parts.append(
-            f"Models lose {fam:+.2f} ranks on average under an adversary of their own family."
+            f"Models lose {fam:+.2f} ranks on average under an adversary of their own family"
+            + (f" (families inferred for {', '.join(map(str, inferred))})." if inferred else ".")
         )
     ag = [
         (a, metrics.get(f"agreement_first_round_{a}", math.nan),
@@ -511,8 +622,9 @@ def verdict_text(metrics: Mapping[str, float], details: Mapping[str, Any]) -> st
     ag = [x for x in ag if math.isfinite(x[1]) and math.isfinite(x[2])]
     if ag:
         lower = sum(s < f for _, f, s in ag)
+        gold = "the first answer" if score != "accuracy" else "the gold label"
         parts.append(
-            f"Annotators agree with the gold label less on AF-selected than on first-round "
+            f"Annotators agree with {gold} less on AF-selected than on first-round "
             f"filtered examples for {lower} of {len(ag)} adversaries ("
             + ", ".join(f"{a}: {s:.3f} vs {f:.3f}" for a, f, s in ag)
             + ")."

@@ -1,5 +1,7 @@
 """The adversary x model matrix: accuracy of every evaluated model on every AF-selected set.
 
+(For extractive QA the per-example score is SQuAD F1 or EM instead of 0/1 correctness.)
+
 Accuracy on an adversary's AF-selected set is averaged over its seeds (paper 004 averages
 its seeds the same way). Intervals come from one bootstrap over the evaluation examples:
 each draw reweights the examples (multinomial counts), and every model x adversary cell
@@ -103,8 +105,9 @@ def accuracy_matrix(
 
     Parameters
     ----------
-    correct : bool array (n_models, n)
-        Per model and example: predicted correctly.
+    correct : bool or float array (n_models, n)
+        Per model and example: predicted correctly, or a score in [0, 1] (e.g. SQuAD
+        F1); a cell is then the mean score on the selected set.
     selected : mapping adversary -> bool array (n_seeds, n)
         AF-selected examples per seed. The column ``"none"`` (every example) is added first.
     models : sequence of str, optional
@@ -128,7 +131,14 @@ def accuracy_matrix(
     >>> m.adversaries, m.accuracy.round(3).tolist()
     (['none', 'adv'], [[0.5, 0.167], [0.75, 0.833]])
     """
-    correct = np.asarray(correct, dtype=bool)
+    correct = np.asarray(correct)
+    # Per-example scores may be 0/1 correctness or a graded score in [0, 1] (SQuAD F1).
+    correct = correct.astype(bool) if correct.dtype.kind in "biu" else correct.astype(np.float64)
+    if correct.dtype.kind == "f" and not ((correct >= 0) & (correct <= 1)).all():
+        raise ParameterError(
+            "The 'correct' parameter must hold booleans or scores in [0, 1] (NaN is not "
+            f"allowed); got values in [{np.nanmin(correct)}, {np.nanmax(correct)}]."
+        )
     if correct.ndim != 2:
         raise ParameterError(
             f"The 'correct' parameter must be 2-d (models x examples); got shape {correct.shape}."

@@ -7,7 +7,6 @@ each adversary, annotator agreement per stage, and the tables behind them.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -50,8 +49,10 @@ def accuracy_heatmap(
     values: Sequence[Sequence[float | None]],
     *,
     chance: float | None = None,
+    score: str = "accuracy",
 ) -> str | None:
-    """Heatmap of accuracy per model (rows) and adversary (columns), as paper 004 Fig. 7.
+    """Heatmap of accuracy (or ``score``, e.g. SQuAD F1) per model (rows) and adversary
+    (columns), as paper 004 Fig. 7.
 
     Examples
     --------
@@ -81,11 +82,11 @@ def accuracy_heatmap(
                   ha="right")  # fmt: skip
     ax.set_yticks(range(len(models)), [plots.plain(m) for m in models])
     ax.set_xlabel("adversary (none = full set)")
-    title = "accuracy on the AF-selected set"
+    title = f"{score} on the AF-selected set"
     if chance is not None:
         title += f" (chance {chance:.3f}; * = at or below chance)"
     ax.set_title(plots.plain(title), fontsize=8)
-    fig.colorbar(im, ax=ax, fraction=0.05, label="accuracy")
+    fig.colorbar(im, ax=ax, fraction=0.05, label=score)
     return plots.figure_to_data_uri(fig)
 
 
@@ -144,7 +145,11 @@ def rank_plot(ranks: Mapping[str, Mapping[str, float]], adversaries: Sequence[st
 
 
 @plots.styled
-def agreement_plot(rows: Sequence[Mapping[str, Any]], chance_line: float = 0.6) -> str | None:
+def agreement_plot(
+    rows: Sequence[Mapping[str, Any]],
+    chance_line: float | None = 0.6,
+    ylabel: str = "annotator agreement with gold",
+) -> str | None:
     """Annotator agreement with gold per stage and adversary, with intervals (Fig. 5/9).
 
     Examples
@@ -176,10 +181,12 @@ def agreement_plot(rows: Sequence[Mapping[str, Any]], chance_line: float = 0.6) 
             err[1].append(max(0.0, hi - y) if hi is not None else 0.0)
         ax.bar(xs, ys, width=width, yerr=err, capsize=2, color=plots.SERIES_COLORS[k],
                label=_STAGE_LABEL[k])  # fmt: skip
-    ax.axhline(chance_line, color="#888888", linestyle=":", linewidth=1)
+    if chance_line is not None:
+        ax.axhline(chance_line, color="#888888", linestyle=":", linewidth=1)
     ax.set_xticks(range(len(advs)), [plots.plain(a) for a in advs], rotation=30, ha="right")
-    ax.set_ylabel("annotator agreement with gold")
-    ax.set_ylim(0.5, 1.0)
+    ax.set_ylabel(ylabel)
+    low = min([float(r["agreement"]) for r in rows] + [0.55])
+    ax.set_ylim(max(0.0, low - 0.05), 1.0)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return plots.figure_to_data_uri(fig)
 
@@ -192,6 +199,7 @@ def _fmt_ci(v: Any, lo: Any, hi: Any) -> str | None:
 
 
 def _matrix_table(d: Mapping[str, Any]) -> Markup:
+    score = str(d.get("score") or "accuracy")
     cells = [r for r in d.get("matrix") or [] if isinstance(r, Mapping)]
     if not cells:
         return Markup("")
@@ -210,9 +218,10 @@ def _matrix_table(d: Mapping[str, Any]) -> Markup:
     n_sel = d.get("n_selected") or {}
     rows.append(["examples (mean)", *(finite(n_sel.get(a)) for a in advs)])
     return render_fragment(
-        '{{ t }}<p class="legend">Accuracy, mean over AFLite seeds, [bootstrap 95% interval '
+        '{{ t }}<p class="legend">{{ s }}, mean over AFLite seeds, [bootstrap 95% interval '
         "over evaluation examples] ±sd over seeds.</p>",
         t=html_table(["Model", *advs], rows, wide=True),
+        s=score[:1].upper() + score[1:],
     )
 
 
@@ -265,14 +274,16 @@ def _agreement_table(d: Mapping[str, Any]) -> Markup:
 
 
 def _stats(m: Mapping[str, Any], d: Mapping[str, Any]) -> Markup:
-    stats = [Stat("Mean accuracy, full set", m.get("mean_acc_none"), kind="float")]
+    score = str(d.get("score") or "accuracy")
+    stats = [Stat(f"Mean {score}, full set", m.get("mean_acc_none"), kind="float")]
     advs = list(d.get("adversary_order") or [])
     vals = {a: finite(m.get(f"mean_acc_{a}")) for a in advs}
     vals = {a: v for a, v in vals.items() if v is not None}
     if vals:
         a = min(vals, key=vals.get)
-        stats.append(Stat(f"Mean accuracy, {a}", vals[a], kind="float",
-                          note=f"chance {finite(m.get('chance')) or math.nan:.3f}"))  # fmt: skip
+        chance = finite(m.get("chance"))
+        stats.append(Stat(f"Mean {score}, {a}", vals[a], kind="float",
+                          note=f"chance {chance:.3f}" if chance is not None else ""))  # fmt: skip
     if finite(m.get("min_kendall_tau")) is not None:
         stats.append(Stat("Lowest Kendall tau", m["min_kendall_tau"], kind="float"))
     return stat_block(stats)
@@ -297,6 +308,8 @@ def fairness_section(result: Result) -> Section:
     models = [str(x) for x in d.get("models") or []]
     cells = {(str(r.get("model")), str(r.get("adversary"))): r.get("accuracy")
              for r in d.get("matrix") or [] if isinstance(r, Mapping)}  # fmt: skip
+    score = str(d.get("score") or "accuracy")
+    qa = score != "accuracy"  # QA: SQuAD F1, agreement among the annotators' answers
     figures = [
         Plot(
             plots.safe_plot(
@@ -305,6 +318,7 @@ def fairness_section(result: Result) -> Section:
                 advs,
                 [[cells.get((mo, a)) for a in advs] for mo in models],
                 chance=finite(m.get("chance")),
+                score=score,
             ),
             "Accuracy of each model on each adversary's AF-selected set.",
             "Accuracy per evaluated model (rows) on each adversary's AF-selected set (paper "
@@ -322,9 +336,17 @@ def fairness_section(result: Result) -> Section:
             "Rank of each model (1 = best) on the full set and under each adversary (Fig. 3).",
         ),
         Plot(
-            plots.safe_plot(agreement_plot, d.get("agreement") or []),
+            plots.safe_plot(
+                agreement_plot,
+                d.get("agreement") or [],
+                None if qa else 0.6,
+                "other answers = first answer" if qa else "annotator agreement with gold",
+            ),
             "Annotator agreement per filter stage.",
-            "Share of annotator labels equal to gold among each stage's examples, with 95% "
+            "Share of the other annotators' answers equal to the first answer (SQuAD "
+            "normalisation) among each stage's questions, with 95% bootstrap intervals."
+            if qa
+            else "Share of annotator labels equal to gold among each stage's examples, with 95% "
             "bootstrap intervals (Fig. 5); dotted: 3 of 5, the least a validated SNLI pair has.",
         ),
     ]

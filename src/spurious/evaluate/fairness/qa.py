@@ -1,0 +1,555 @@
+"""Paper 004's adversarial filtering adapted to extractive QA (a deviation: the paper
+filters classification sets only).
+
+Extractive QA is reduced to a classification AFLite can filter, **answer-sentence
+selection**: a question's candidates are the sentences of its context (split by
+:func:`spurious.heuristics.qa.sentence_starts`, the splitter the QA heuristics use), and
+its label is the index of the sentence holding the first gold answer's start. An
+adversary is a set of features per (question, sentence) pair; its model family is a
+conditional logit (:class:`~spurious.models.conditional_logit.ConditionalLogit`: one
+weight vector shared by the candidates, softmax over the question's sentences). A
+question is *predictable* when the adversary's classifiers pick its answer sentence.
+
+Adversaries, weakest first (:data:`QA_ADVERSARIES`):
+
+- ``qa_position``: the sentence's position (first, last, relative, log index) and length;
+- ``qa_lexical``: + unigram and bigram overlap with the question, tf-idf cosine and a
+  BM25 score (scikit-learn's ``TfidfVectorizer`` / ``CountVectorizer`` fitted on the
+  sentences; unsupervised, so fitting on every sentence leaks no label);
+- ``qa_heuristic``: + the question's wh-word x the sentence's answer-type cues (a number,
+  a year, a month, a capitalised word inside the sentence, a percent/currency sign), and
+  whether the sentence holds a cue of the entity types the question asks for
+  (:func:`spurious.heuristics.qa.question_entity_types`, paper 001's sim-ents typing;
+  regular-expression cues stand in for spaCy NER, which needs a model download).
+
+With no training split (SQuAD's training set is not available offline), the data is
+split by article (``title``) into two halves with a seed and **cross-fitted**: AFLite's
+classifiers train on one half and filter the other, then the halves swap, so every
+question gets a stage from classifiers that never saw its article.
+
+Evaluated models are scored per question by SQuAD F1 and EM (max over the gold answers,
+official normalisation, :func:`spurious.stats.metrics.qa_scores`). Annotator agreement is
+the share of the *other* annotators' answers that equal the first answer after SQuAD's
+normalisation (:func:`answer_agreement`), a cheap analogue of SNLI's agreement with gold.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import logging
+import re
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from spurious.data.dataset import Dataset
+from spurious.evaluate.fairness.adversaries import (
+    PAPER_TABLE3,
+    STAGES,
+    AdversaryRun,
+    adversary_names,
+)
+from spurious.exceptions import ParameterError
+from spurious.heuristics.base import STOPWORDS, words
+from spurious.heuristics.qa import answer_span, question_entity_types, sentence_starts
+from spurious.stats.metrics import normalize_answer
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "QA_ADVERSARIES",
+    "SentenceCandidates",
+    "answer_agreement",
+    "answer_counts",
+    "answer_sentences",
+    "article_halves",
+    "candidate_features",
+    "pack_candidates",
+    "run_qa_adversaries",
+]
+
+#: QA adversaries, weakest first (feature sets of :func:`candidate_features`).
+QA_ADVERSARIES = ("qa_position", "qa_lexical", "qa_heuristic")
+#: Question types (first wh-word) crossed with the sentence's answer-type cues.
+_WH_GROUPS = {
+    "who": "who", "whom": "who", "whose": "who", "when": "when", "where": "where",
+    "which": "which", "what": "what", "why": "why", "how": "how",
+}  # fmt: skip
+_WH_ORDER = ("who", "when", "where", "which", "what", "why", "how", "how_quantity", "other")
+_CUES = {
+    "number": re.compile(r"\d"),
+    "year": re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b"),
+    "month": re.compile(
+        r"\b(January|February|March|April|May|June|July|August|September|October|November|"
+        r"December)\b"
+    ),
+    # A capitalised word that is not the sentence's first: a proper-name cue.
+    "capitalised": re.compile(r"(?<=\s)[A-Z][a-z]+"),
+    "percent_currency": re.compile(r"[%$£€]|\bpercent\b|\bdollars?\b"),
+}
+# Which cue stands in for which spaCy entity type (question_entity_types' labels).
+_TYPE_CUES = {
+    "DATE": ("year", "month"), "TIME": ("number",), "CARDINAL": ("number",),
+    "QUANTITY": ("number",), "MONEY": ("percent_currency", "number"),
+    "PERCENT": ("percent_currency",), "PERSON": ("capitalised",), "GPE": ("capitalised",),
+    "LOC": ("capitalised",), "FAC": ("capitalised",), "ORG": ("capitalised",),
+    "NORP": ("capitalised",), "LANGUAGE": ("capitalised",),
+}  # fmt: skip
+_BM25_K1, _BM25_B = 1.2, 0.75
+
+
+@dataclass
+class SentenceCandidates:
+    """The sentences of every question's context, flattened question by question.
+
+    Attributes
+    ----------
+    question : ndarray of int64, shape (n_candidates,)
+        Row of the question each candidate belongs to (ascending, contiguous).
+    position : ndarray of int64, shape (n_candidates,)
+        The sentence's index in its context (0 = first).
+    n_sentences : ndarray of int64, shape (n,)
+        Sentences per question's context.
+    text : list of str
+        The sentence of each candidate.
+    label : ndarray of int64, shape (n,)
+        Index of the sentence holding the first gold answer's start; -1 where no answer
+        could be located (such questions get no stage).
+    """
+
+    question: np.ndarray
+    position: np.ndarray
+    n_sentences: np.ndarray
+    text: list[str]
+    label: np.ndarray
+
+    @property
+    def max_candidates(self) -> int:
+        """K: the most sentences any context has."""
+        return int(self.n_sentences.max()) if len(self.n_sentences) else 0
+
+
+def answer_sentences(dataset: Dataset) -> SentenceCandidates:
+    """Split every context into sentences; label each question with its answer's sentence.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        A QA dataset (``question``, ``context``, ``answers``, optional ``answer_starts``).
+
+    Returns
+    -------
+    SentenceCandidates
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> ds = Dataset.from_frame(pd.DataFrame({"question": ["Who left?"],
+    ...     "context": ["Ann met Bob. Bob left. Ann stayed."], "answers": [["Bob"]],
+    ...     "answer_starts": [[13]]}), "qa")
+    >>> c = answer_sentences(ds)
+    >>> c.label.tolist(), c.text
+    ([1], ['Ann met Bob.', 'Bob left.', 'Ann stayed.'])
+    """
+    if dataset.task.name != "qa":
+        raise ParameterError(
+            f"The 'dataset' parameter must be a QA dataset; got task {dataset.task.name!r}."
+        )
+    f = dataset.frame
+    starts_col = f["answer_starts"] if "answer_starts" in f else [None] * len(f)
+    memo: dict[str, tuple[list[int], list[str]]] = {}
+    q_idx, pos, n_sent, texts, labels = [], [], [], [], []
+    for i, (context, answers, starts) in enumerate(
+        zip(f["context"], f["answers"], starts_col, strict=True)
+    ):
+        if context not in memo:
+            bounds = sentence_starts(context)
+            ends = [*bounds[1:], len(context)]
+            memo[context] = (
+                bounds,
+                [context[a:b].strip() for a, b in zip(bounds, ends, strict=True)],
+            )
+        bounds, sents = memo[context]
+        span = answer_span(
+            context,
+            list(answers) if answers is not None else [],
+            list(starts) if starts is not None else [],
+        )
+        labels.append(bisect.bisect_right(bounds, span[0]) - 1 if isinstance(span, tuple) else -1)
+        q_idx.extend([i] * len(sents))
+        pos.extend(range(len(sents)))
+        n_sent.append(len(sents))
+        texts.extend(sents)
+    unlabelled = sum(v < 0 for v in labels)
+    if unlabelled:
+        logger.warning("%d question(s) without a located gold answer get no stage", unlabelled)
+    return SentenceCandidates(
+        question=np.asarray(q_idx, dtype=np.int64),
+        position=np.asarray(pos, dtype=np.int64),
+        n_sentences=np.asarray(n_sent, dtype=np.int64),
+        text=texts,
+        label=np.asarray(labels, dtype=np.int64),
+    )
+
+
+def _pair_sums(Q: sp.csr_matrix, S: sp.csr_matrix, cands: SentenceCandidates) -> np.ndarray:
+    """Per candidate: sum over terms of Q[question] * S[candidate] (row-wise dot products)."""
+    return np.asarray(Q[cands.question].multiply(S).sum(axis=1)).ravel()
+
+
+def _position_features(c: SentenceCandidates) -> dict[str, np.ndarray]:
+    n = c.n_sentences[c.question]
+    return {
+        "is_first": (c.position == 0).astype(float),
+        "is_last": (c.position == n - 1).astype(float),
+        "relative_position": c.position / np.maximum(n - 1, 1),
+        "log_position": np.log1p(c.position),
+        "log_length": np.log1p([len(words(s)) for s in c.text]),
+    }
+
+
+def _lexical_features(c: SentenceCandidates, questions: Sequence[str]) -> dict[str, np.ndarray]:
+    from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+
+    q_words = [words(q) for q in questions]
+    s_words = [words(s) for s in c.text]
+    uni, frac, bi = [], [], []
+    for qi, sw in zip(c.question, s_words, strict=True):
+        qw = q_words[qi]
+        content = set(qw) - STOPWORDS
+        shared = len(content & set(sw))
+        uni.append(shared)
+        frac.append(shared / max(1, len(content)))
+        bi.append(len(set(itertools.pairwise(qw)) & set(itertools.pairwise(sw))))
+    # tf-idf and BM25 weights come from the sentences (the "documents" being retrieved).
+    tfidf = TfidfVectorizer(analyzer=words, sublinear_tf=True).fit(c.text)
+    cosine = _pair_sums(tfidf.transform(questions), tfidf.transform(c.text), c)
+    counts = CountVectorizer(analyzer=words, vocabulary=tfidf.vocabulary_)
+    tf = counts.transform(c.text).tocsr().astype(np.float64)
+    length = np.asarray(tf.sum(axis=1)).ravel()
+    norm = _BM25_K1 * (1 - _BM25_B + _BM25_B * length / max(length.mean(), 1e-12))
+    rows = np.repeat(np.arange(tf.shape[0]), np.diff(tf.indptr))
+    tf.data = tfidf.idf_[tf.indices] * tf.data * (_BM25_K1 + 1) / (tf.data + norm[rows])
+    q_bin = counts.transform(questions).tocsr()
+    q_bin.data[:] = 1.0
+    return {
+        "unigram_overlap": np.log1p(uni),
+        "unigram_overlap_share": np.asarray(frac, dtype=float),
+        "bigram_overlap": np.log1p(bi),
+        "tfidf_cosine": cosine,
+        "bm25": _pair_sums(q_bin, tf, c),
+    }
+
+
+def _question_type(question: str) -> str:
+    ws = words(question)
+    for i, w in enumerate(ws):
+        if w in _WH_GROUPS:
+            if w == "how" and i + 1 < len(ws) and ws[i + 1] in ("many", "much"):
+                return "how_quantity"
+            return _WH_GROUPS[w]
+    return "other"
+
+
+def _heuristic_features(c: SentenceCandidates, questions: Sequence[str]) -> dict[str, np.ndarray]:
+    cues = {
+        k: np.array([bool(rx.search(s)) for s in c.text], dtype=float) for k, rx in _CUES.items()
+    }
+    q_type = np.array([_question_type(q) for q in questions], dtype=object)[c.question]
+    out: dict[str, np.ndarray] = {f"cue_{k}": v for k, v in cues.items()}
+    for wh in _WH_ORDER:
+        is_wh = (q_type == wh).astype(float)
+        for k, v in cues.items():
+            out[f"{wh}_x_{k}"] = is_wh * v
+    wanted = [question_entity_types(q) for q in questions]
+    match = np.zeros(len(c.text))
+    for j, qi in enumerate(c.question):
+        types = wanted[qi]
+        if types:
+            match[j] = float(any(cues[k][j] for t in types for k in _TYPE_CUES.get(t, ())))
+    out["expected_type_cue"] = match
+    return out
+
+
+def candidate_features(
+    candidates: SentenceCandidates, questions: Sequence[str], adversary: str
+) -> tuple[np.ndarray, list[str]]:
+    """Features of every (question, sentence) candidate for one QA adversary.
+
+    Parameters
+    ----------
+    candidates : SentenceCandidates
+    questions : sequence of str
+        The questions, one per row of the dataset.
+    adversary : {"qa_position", "qa_lexical", "qa_heuristic"}
+        Each adds to the one before (:data:`QA_ADVERSARIES`).
+
+    Returns
+    -------
+    features : ndarray of float64, shape (n_candidates, p)
+    names : list of str
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> ds = Dataset.from_frame(pd.DataFrame({"question": ["Who left?"],
+    ...     "context": ["Ann met Bob. Bob left."], "answers": [["Bob"]]}), "qa")
+    >>> F, names = candidate_features(answer_sentences(ds), ["Who left?"], "qa_lexical")
+    >>> F.shape, names[5], F[:, 5].tolist()  # unigram overlap: 'left' in sentence 2
+    ((2, 10), 'unigram_overlap', [0.0, 0.6931471805599453])
+    """
+    if adversary not in QA_ADVERSARIES:
+        raise ParameterError(
+            f"The 'adversary' parameter must be one of {list(QA_ADVERSARIES)}. "
+            f"Got {adversary!r} instead."
+        )
+    feats = _position_features(candidates)
+    if adversary in ("qa_lexical", "qa_heuristic"):
+        feats.update(_lexical_features(candidates, questions))
+    if adversary == "qa_heuristic":
+        feats.update(_heuristic_features(candidates, questions))
+    names = list(feats)
+    return np.column_stack([feats[k] for k in names]).astype(np.float64), names
+
+
+def pack_candidates(candidates: SentenceCandidates, features: np.ndarray) -> np.ndarray:
+    """Pad the candidates of each question into one row: shape (n, K * (1 + p)).
+
+    Each block is ``[1, standardised features]`` for a real sentence and zeros for padding
+    (the layout :class:`~spurious.models.conditional_logit.ConditionalLogit` reads).
+    Features are standardised over the real candidates (constant ones become 0), so one
+    ridge penalty suits them all.
+
+    Examples
+    --------
+    >>> c = SentenceCandidates(np.array([0, 0, 1]), np.array([0, 1, 0]), np.array([2, 1]),
+    ...                        ["a", "b", "c"], np.array([0, 0]))
+    >>> pack_candidates(c, np.array([[0.0], [2.0], [1.0]])).tolist()
+    [[1.0, -1.224744871391589, 1.0, 1.224744871391589], [1.0, 0.0, 0.0, 0.0]]
+    """
+    F = np.asarray(features, dtype=np.float64)
+    sd = F.std(axis=0)
+    F = (F - F.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+    n, K, p = len(candidates.n_sentences), candidates.max_candidates, F.shape[1]
+    X = np.zeros((n, K, 1 + p))
+    X[candidates.question, candidates.position, 0] = 1.0
+    X[candidates.question, candidates.position, 1:] = F
+    return X.reshape(n, K * (1 + p))
+
+
+def answer_agreement(answers: Sequence[Sequence[str]]) -> np.ndarray:
+    """Share of the other annotators' answers equal to the first (SQuAD normalisation).
+
+    NaN where a question has fewer than two answers.
+
+    Examples
+    --------
+    >>> answer_agreement([["The Broncos", "broncos", "Denver"], ["x"]]).tolist()
+    [0.5, nan]
+    """
+    out = np.full(len(answers), np.nan)
+    for i, a in enumerate(answers):
+        a = list(a) if a is not None else []
+        if len(a) >= 2:
+            first = normalize_answer(a[0])
+            out[i] = float(np.mean([normalize_answer(o) == first for o in a[1:]]))
+    return out
+
+
+def answer_counts(answers: Sequence[Sequence[str]]) -> list[dict[str, float] | None]:
+    """Normalised answer -> count per question (for the entropy of the answers).
+
+    Examples
+    --------
+    >>> answer_counts([["The Broncos", "broncos", "Denver"], []])
+    [{'broncos': 2.0, 'denver': 1.0}, None]
+    """
+    out: list[dict[str, float] | None] = []
+    for a in answers:
+        c = Counter(normalize_answer(x) for x in (a if a is not None else []))
+        out.append({k: float(v) for k, v in c.items()} or None)
+    return out
+
+
+def article_halves(titles: Sequence[str], random_state: int = 0) -> np.ndarray:
+    """Assign each article (title) to half 0 or 1 at random; equal numbers of articles.
+
+    Examples
+    --------
+    >>> h = article_halves(["a", "a", "b", "c", "d"], random_state=0)
+    >>> h[0] == h[1], sorted(np.bincount(h[[0, 2, 3, 4]]).tolist())
+    (np.True_, [2, 2])
+    """
+    codes, uniques = pd.factorize(pd.Series(list(titles), dtype=object))
+    order = np.random.default_rng(random_state).permutation(len(uniques))
+    half_of = np.zeros(len(uniques), dtype=np.int64)
+    half_of[order[len(uniques) // 2 :]] = 1
+    return half_of[codes]
+
+
+def _class_dataset(
+    ids: np.ndarray, questions: np.ndarray, labels: np.ndarray, groups: np.ndarray, K: int
+) -> Dataset:
+    """Questions as a K-class dataset (label = answer sentence) that AFLite can filter."""
+    frame = pd.DataFrame(
+        {"id": ids, "text": questions, "label": [f"s{k}" for k in labels], "group": groups}
+    )
+    return Dataset.from_frame(frame, "text", label_names=[f"s{k}" for k in range(K)])
+
+
+def run_qa_adversaries(
+    dataset: Dataset,
+    adversaries: Sequence[str] | Mapping[str, str],
+    seeds: Sequence[int],
+    *,
+    aflite_params: Mapping[str, Any] | None = None,
+    train: Dataset | None = None,
+    split_seed: int = 0,
+    l2: float = 1.0,
+) -> tuple[list[AdversaryRun], dict[str, Any]]:
+    """AFLite (evaluation-set mode) on answer-sentence selection, per adversary and seed.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        The QA set to filter.
+    adversaries : list or mapping name -> one of :data:`QA_ADVERSARIES`
+    seeds : sequence of int
+        AFLite seeds.
+    aflite_params : mapping, optional
+        AFLite hyperparameters (default :data:`PAPER_TABLE3`; sizes are fractions of the
+        training side).
+    train : Dataset, optional
+        A QA training split for AFLite's classifiers. Without it, ``dataset`` is split by
+        article into two halves (``split_seed``) and cross-fitted.
+    split_seed : int
+        Seed of the article halves.
+    l2 : float
+        Ridge penalty of the conditional logit.
+
+    Returns
+    -------
+    runs : list of AdversaryRun
+        Stages of ``dataset``'s questions (-1: no located answer, not staged).
+    info : dict
+        ``protocol``, ``n_candidates``, ``max_candidates``, ``features`` per adversary,
+        ``halves`` (questions per half) and ``sentence_position_baseline`` (share of
+        questions whose answer is in the first sentence).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> ds = Dataset.from_frame(pd.DataFrame({"question": [f"q{i}" for i in range(40)],
+    ...     "context": ["Ann saw Bob. Cy left."] * 40, "answers": [["Cy"] if i % 4 == 0 else ["Bob"]
+    ...     for i in range(40)], "title": [f"t{i % 5}" for i in range(40)]}), "qa")
+    >>> runs, info = run_qa_adversaries(ds, ["qa_position"], [0],
+    ...     aflite_params={"n_partitions": 4, "train_size": 8, "max_rounds": 1})
+    >>> # position alone picks sentence 0: its 30 questions are filtered, the 10 others kept
+    >>> runs[0].stages.tolist().count(0), runs[0].stages.tolist().count(2)
+    (30, 10)
+    """
+    from spurious.detectors.aflite import AFLite
+    from spurious.models.conditional_logit import ConditionalLogit
+
+    params = dict(PAPER_TABLE3 if aflite_params is None else aflite_params)
+    for reserved in ("mode", "features", "model", "random_state", "view"):
+        if reserved in params:
+            raise ParameterError(
+                f"The 'aflite_params' parameter may not set {reserved!r} for QA adversaries; "
+                "it is set per adversary and seed."
+            )
+    names = adversary_names(adversaries)
+    for name, spec in names.items():
+        if spec not in QA_ADVERSARIES:
+            raise ParameterError(
+                f"The 'adversaries' parameter: {name!r} is {spec!r}; a QA dataset needs one "
+                f"of {list(QA_ADVERSARIES)}."
+            )
+    whole = dataset if train is None else _concat(train, dataset)
+    n_eval = len(dataset)
+    offset = len(whole) - n_eval  # evaluation rows are the last n_eval of `whole`
+    cands = answer_sentences(whole)
+    K = cands.max_candidates
+    f = whole.frame
+    questions = f["question"].astype(str).to_numpy(dtype=object)
+    groups = (f["group"] if "group" in f else f["context"]).astype(str).to_numpy(dtype=object)
+    ids = np.asarray(whole.ids, dtype=object)
+    labelled = cands.label >= 0
+    if train is None:
+        titles = f["title"] if "title" in f else f["context"]
+        half = article_halves(titles.astype(str).tolist(), split_seed)
+        folds = [(np.flatnonzero((half != h) & labelled), np.flatnonzero((half == h) & labelled))
+                 for h in (0, 1)]  # fmt: skip
+        protocol = (
+            f"cross-fitted halves: articles split at random (seed {split_seed}) into two "
+            "halves; AFLite's classifiers train on one half and filter the other, then swap"
+        )
+    else:
+        tr_rows = np.flatnonzero(labelled[:offset])
+        folds = [(tr_rows, offset + np.flatnonzero(labelled[offset:]))]
+        protocol = (
+            "AFLite's classifiers train on the training split and filter the evaluation split"
+        )
+    side = [(_class_dataset(ids[a], questions[a], cands.label[a], groups[a], K),
+             _class_dataset(ids[b], questions[b], cands.label[b], groups[b], K)) for a, b in folds]  # fmt: skip
+    info: dict[str, Any] = {
+        "protocol": protocol,
+        "task_reduction": "answer-sentence selection (label = sentence holding the first "
+        "gold answer's start; conditional logit over the context's sentences)",
+        "n_candidates": len(cands.text),
+        "max_candidates": K,
+        "mean_candidates": float(cands.n_sentences.mean()),
+        "n_not_staged": int((~labelled[offset:]).sum()),
+        "folds": [{"n_train": len(a), "n_eval": len(b)} for a, b in folds],
+        "answer_in_first_sentence": float((cands.label[offset:][labelled[offset:]] == 0).mean()),
+        "features": {},
+    }
+    runs: list[AdversaryRun] = []
+    for name, spec in names.items():
+        t0 = time.perf_counter()
+        F, feat_names = candidate_features(cands, questions, spec)
+        X = pack_candidates(cands, F)
+        build_s = time.perf_counter() - t0
+        info["features"][name] = {"spec": spec, "names": feat_names, "seconds": round(build_s, 2)}
+        model = ConditionalLogit(1 + F.shape[1], l2=l2)
+        for seed in seeds:
+            start = time.perf_counter()
+            stages = np.full(n_eval, -1, dtype=np.int8)
+            n_rounds, metrics = [], {}
+            for (a, b), (ds_tr, ds_ev) in zip(folds, side, strict=True):
+                res = AFLite(
+                    mode="eval", features=(X[a], X[b]), model=model, random_state=int(seed),
+                    **params,
+                ).run(ds_tr, ds_ev, progress=False)  # fmt: skip
+                stage = res.scores.set_index("id")["stage"].reindex(ids[b])
+                stages[b - offset] = stage.map({s: i for i, s in enumerate(STAGES)}).to_numpy()
+                n_rounds.append(int(res.metrics.get("n_rounds", 0)))
+                for k, v in res.metrics.items():
+                    metrics[f"fold{len(n_rounds) - 1}_{k}"] = v
+            seconds = time.perf_counter() - start + (build_s if seed == seeds[0] else 0.0)
+            runs.append(
+                AdversaryRun(name, spec, int(seed), stages, max(n_rounds), seconds, metrics)
+            )
+            logger.info(
+                "QA adversary %s seed %d: %d of %d AF-selected (%.1fs)",
+                name, seed, int((stages == 2).sum()), n_eval, seconds,
+            )  # fmt: skip
+    return runs, info
+
+
+def _concat(train: Dataset, eval: Dataset) -> Dataset:
+    cols = [c for c in ("id", "question", "context", "answers", "answer_starts", "title", "group")
+            if c in train.frame and c in eval.frame]  # fmt: skip
+    frame = pd.concat([train.frame[cols], eval.frame[cols]], ignore_index=True)
+    if frame["id"].duplicated().any():
+        raise ParameterError(
+            "The QA training and evaluation splits share ids; fairness needs distinct ids."
+        )
+    return Dataset.from_frame(frame, "qa", name=f"{train.name}+{eval.name}")

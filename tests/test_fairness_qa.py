@@ -1,0 +1,242 @@
+"""The fairness analysis on extractive QA (answer-sentence selection) and inferred families."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.optimize import brentq
+from scipy.special import expit
+
+from spurious.analysis import get_analysis
+from spurious.context import RunContext
+from spurious.data import Dataset
+from spurious.data.predictions import align_predictions
+from spurious.evaluate.fairness.families import adversary_family, model_family, resolve_families
+from spurious.evaluate.fairness.qa import (
+    answer_agreement,
+    answer_sentences,
+    article_halves,
+    run_qa_adversaries,
+)
+from spurious.exceptions import ParameterError
+from spurious.models.conditional_logit import ConditionalLogit
+from spurious.stats.metrics import qa_scores
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+SQUAD = SHARED / "squad" / "dev-v1.1.json"
+SQUAD_PREDS = SHARED / "predictions" / "squad"
+
+
+# -- the conditional logit --------------------------------------------------------------
+def test_conditional_logit_known_optimum():
+    # Two questions, two candidates, one feature; the right candidate has x=1, the other 0.
+    # NLL(w) = 2 log(1 + e^-w) + l2/2 w^2, so the optimum solves l2 w = 2 sigmoid(-w).
+    X = np.array([[1, 1.0, 1, 0.0], [1, 0.0, 1, 1.0]])
+    y = np.array([0, 1])
+    model = ConditionalLogit(2, l2=1.0, tol=1e-20)
+    w = model._fit(X.reshape(2, 2, 2), y)
+    expected = brentq(lambda v: v - 2 * expit(-v), 0, 5, xtol=1e-14)
+    assert w[0] == pytest.approx(expected, abs=1e-9)
+    assert model.fit_predict(X, y, np.array([[0, 1]]), 2).tolist() == [[0, 1]]
+
+
+def test_conditional_logit_never_picks_padding():
+    # The training data make the feature's weight positive; row 2's only real candidate
+    # scores negative, below the padding block's 0, and must still be chosen.
+    X = np.array([[1, 1.0, 1, -1.0], [1, -1.0, 1, 1.0], [1, -5.0, 0, 0.0]])
+    pred = ConditionalLogit(2).fit_predict(X, np.array([0, 1, 0]), np.array([[0, 1]]), 2)
+    assert pred.tolist() == [[0, 1, 0]]
+
+
+def test_conditional_logit_errors_name_the_argument():
+    X = np.ones((2, 5))
+    with pytest.raises(ParameterError, match=r"'X' parameter .* n_features=2"):
+        ConditionalLogit(2).fit_predict(X, np.zeros(2, int), np.array([[0]]), 2)
+    X = np.array([[1, 1.0, 0, 0.0], [1, 0.0, 1, 1.0]])
+    with pytest.raises(ParameterError, match=r"'y' parameter .* padding"):
+        ConditionalLogit(2).fit_predict(X, np.array([1, 1]), np.array([[0, 1]]), 2)
+
+
+# -- sentence labels and agreement ---------------------------------------------------------
+def _qa(rows: list[dict]) -> Dataset:
+    return Dataset.from_frame(pd.DataFrame(rows), "qa")
+
+
+def test_answer_sentence_labels_by_hand():
+    context = "Dr. Who met Ann in 1999. Then Bob came. The U.S. Army left in May."
+    ds = _qa(
+        [
+            {"question": "When?", "context": context, "answers": ["1999"], "answer_starts": [19]},
+            # two annotators; the first answer (and its start) decides
+            {
+                "question": "Who came?",
+                "context": context,
+                "answers": ["Bob", "Ann"],
+                "answer_starts": [30, 12],
+            },
+            {"question": "Left?", "context": context, "answers": ["May"], "answer_starts": [63]},
+        ]
+    )
+    c = answer_sentences(ds)
+    assert c.text[:3] == [
+        "Dr. Who met Ann in 1999.",
+        "Then Bob came.",
+        "The U.S. Army left in May.",
+    ]
+    assert c.label.tolist() == [0, 1, 2]
+    assert c.n_sentences.tolist() == [3, 3, 3] and c.max_candidates == 3
+
+
+def test_answer_agreement_and_halves():
+    agree = answer_agreement([["The Broncos", "Broncos", "Denver"], ["a"], ["x", "y"]])
+    np.testing.assert_allclose(agree, [0.5, np.nan, 0.0])
+    halves = article_halves(["a", "b", "c", "d", "a"], random_state=3)
+    assert halves[0] == halves[4] and np.bincount(halves[:4]).tolist() == [2, 2]
+
+
+# -- AFLite on a planted cue ----------------------------------------------------------------
+def _planted(cue: str, n: int = 160, seed: int = 0) -> tuple[Dataset, np.ndarray]:
+    """Contexts of 4 sentences of 4 words each (equal lengths: length is no cue); in the
+    cued half the answer sentence is the first one (cue="first") or shares a planted word
+    with the question (cue="word")."""
+    rng = np.random.default_rng(seed)
+    rows, cued = [], np.arange(n) % 2 == 0
+    for i in range(n):
+        sents = [[f"Xa{rng.integers(10**6)}", *(f"w{v}" for v in rng.integers(50, size=3))]
+                 for _ in range(4)]  # fmt: skip
+        if cue == "first":
+            pos = 0 if cued[i] else int(rng.integers(1, 4))
+        else:
+            pos = int(rng.integers(0, 4))
+        sents[pos][1] = f"ans{i}"
+        if cue == "word" and cued[i]:
+            sents[pos][2] = "zorblax"
+        context = " ".join(" ".join(s) + "." for s in sents)
+        question = f"What is q{i}" + (" zorblax?" if cue == "word" and cued[i] else "?")
+        rows.append({"id": f"q{i}", "question": question, "context": context,
+                     "answers": [f"ans{i}"], "answer_starts": [context.index(f"ans{i}")],
+                     "title": f"t{i % 16}"})  # fmt: skip
+    return _qa(rows), cued
+
+
+# Uncued questions: with cue="first" the position model always guesses sentence 0, never
+# their answer; with cue="word" nothing points at their answer, so a classifier's guess is
+# right for about 1 in 4 (4 sentences) and some reach p >= tau by luck.
+@pytest.mark.parametrize(
+    ("cue", "adversary", "bound"), [("first", "qa_position", 0.15), ("word", "qa_lexical", 0.45)]
+)
+def test_planted_cue_is_filtered(cue, adversary, bound):
+    ds, cued = _planted(cue)
+    runs, info = run_qa_adversaries(
+        ds, [adversary], [0],
+        aflite_params={"n_partitions": 16, "train_size": 0.3, "slice_size": 0.1, "tau": 0.75},
+    )  # fmt: skip
+    filtered = runs[0].stages < 2
+    assert info["n_not_staged"] == 0 and len(info["folds"]) == 2
+    assert filtered[cued].mean() == 1.0  # every cued question is predictable
+    assert filtered[~cued].mean() <= bound  # the rest mostly survive
+
+
+def test_qa_adversaries_reject_classification_specs_and_params():
+    ds, _ = _planted("first", n=40)
+    with pytest.raises(ParameterError, match="'adversaries' parameter: 'bow'"):
+        run_qa_adversaries(ds, ["bow"], [0])
+    with pytest.raises(ParameterError, match="'aflite_params' parameter may not set 'model'"):
+        run_qa_adversaries(ds, ["qa_position"], [0], aflite_params={"model": "logistic"})
+
+
+# -- the analysis on a real SQuAD subset ------------------------------------------------------
+@pytest.mark.skipif(not SQUAD.is_file(), reason="SQuAD dev not available")
+def test_fairness_on_real_squad_subset():
+    from spurious import load_dataset
+
+    full = load_dataset(SQUAD, "qa")
+    titles = full.frame["title"].unique()[:2]
+    ds = full.subset(np.flatnonzero(full.frame["title"].isin(titles)))
+    keep = set(ds.ids)
+    preds = []
+    for m in ("electra-base", "bert-base-uncased", "bert-tiny"):
+        raw = json.loads((SQUAD_PREDS / f"{m}.json").read_text())
+        preds.append(align_predictions({k: v for k, v in raw.items() if k in keep}, ds, name=m))
+    ctx = RunContext(ds, predictions=preds, progress=False)
+    params = {"n_partitions": 8, "train_size": 0.3, "slice_size": 0.1, "max_rounds": 2}
+    res = get_analysis("fairness")(
+        adversaries=["qa_position", "qa_lexical"], seeds=[0], aflite_params=params,
+        n_bootstrap=20,
+    ).run(context=ctx)  # fmt: skip
+    m, d = res.metrics, res.details
+    answers = [list(a) for a in ds.frame["answers"]]
+    for p in preds:  # "none" = SQuAD F1 / EM on the full subset
+        assert m[f"acc_{p.name}_none"] == pytest.approx(np.mean(qa_scores(p.values, answers)))
+        assert m[f"em_{p.name}_none"] == pytest.approx(np.mean(qa_scores(p.values, answers, "em")))
+    assert m["acc_electra-base_none"] > m["acc_bert-tiny_none"]
+    assert np.isnan(m["chance"]) and d["score"] == "SQuAD F1"
+    for a in ("qa_position", "qa_lexical"):
+        total = sum(m[f"{s}_fraction_{a}"] for s in ("first_round", "later", "selected"))
+        assert total == pytest.approx(1.0)
+        assert 0 <= m[f"agreement_selected_{a}"] <= 1
+    assert d["families"]["electra-base"] == "electra" and "electra-base" in d["families_inferred"]
+    assert "cross-fitted" in d["qa"]["protocol"] and len(res.scores) == len(ds)
+
+
+def test_fairness_requires_no_eval_split_for_qa():
+    ds, _ = _planted("first", n=40)
+    cls = get_analysis("fairness")
+    assert cls().unmet(RunContext(ds, progress=False)) == [
+        "needs model predictions (--predictions)"
+    ]
+    p = align_predictions(dict(zip(ds.ids, ["x"] * len(ds), strict=True)), ds, name="m")
+    assert cls().unmet(RunContext(ds, predictions=[p], progress=False)) == []
+    with pytest.raises(ParameterError, match="must use only"):
+        cls(adversaries=["qa_position", "bow"]).check(RunContext(ds, predictions=[p]))
+
+
+# -- families inferred from the run ---------------------------------------------------------
+def test_families_inferred_from_specs_names_and_finetune_folders(tmp_path):
+    ft = tmp_path / "ft"
+    (ft / "model").mkdir(parents=True)
+    (ft / "metrics.json").write_text(json.dumps({"config": {"model": "minilm"}}))
+    hf = tmp_path / "electra-small-discriminator"
+    hf.mkdir()
+    (hf / "config.json").write_text(json.dumps({"model_type": "electra"}))
+    meta_only = tmp_path / "ft2"
+    (meta_only / "model").mkdir(parents=True)
+    (meta_only / "model" / "spurious_finetune.json").write_text(
+        json.dumps({"base_model": "sentence-transformers/all-MiniLM-L6-v2"})
+    )
+    assert adversary_family("bow") == adversary_family("tfidf") == "lexical"
+    assert adversary_family("minilm") == "minilm"
+    assert adversary_family(f"finetuned:{ft}") == "minilm"
+    assert adversary_family(f"finetuned:{meta_only}") == "minilm"
+    assert adversary_family(str(hf)) == "electra"
+    assert model_family("bert-tiny") == "bert" and model_family("logreg-bow") == "lexical"
+    # a prediction file written next to a training-engine output names its base model
+    assert model_family("preds", ft / "preds.jsonl") == "minilm"
+    assert model_family("lstm") is None
+    fam, inferred = resolve_families(
+        {"ft": "mine"}, {"bow": "bow", "ft": f"finetuned:{ft}"}, ["mlp-minilm", "lstm"]
+    )
+    assert fam == {"ft": "mine", "bow": "lexical", "mlp-minilm": "minilm"}
+    assert inferred == ["bow", "mlp-minilm"]
+
+
+def test_inferred_families_feed_the_rank_change():
+    from tests.test_fairness import _context
+
+    ctx = _context()
+    names = np.array(ctx.eval.label_names, dtype=object)
+    ctx.predictions = [
+        align_predictions(
+            dict(zip(p.ids, names[p.values], strict=True)), ctx.eval, name=f"logreg-bow-{k}"
+        )
+        for k, p in enumerate(ctx.predictions)
+    ]
+    cls = get_analysis("fairness")
+    res = cls(**{**cls.fast_params, "adversaries": ["bow"], "seeds": [0]}).run(context=ctx)
+    assert set(res.details["families_inferred"]) == {"bow", *(p.name for p in ctx.predictions)}
+    assert "family_rank_change_logreg-bow-0_bow" in res.metrics
+    assert "families inferred" in res.details["verdict"]
