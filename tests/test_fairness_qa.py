@@ -240,3 +240,37 @@ def test_inferred_families_feed_the_rank_change():
     assert set(res.details["families_inferred"]) == {"bow", *(p.name for p in ctx.predictions)}
     assert "family_rank_change_logreg-bow-0_bow" in res.metrics
     assert "families inferred" in res.details["verdict"]
+
+
+@pytest.mark.slow
+def test_cli_fairness_on_qa_without_eval(tmp_path):
+    from click.testing import CliRunner
+
+    from spurious.cli import main
+
+    ds, _ = _planted("first", n=80)
+    data = tmp_path / "qa.jsonl"
+    ds.frame[["id", "question", "context", "answers", "answer_starts", "title"]].to_json(
+        data, orient="records", lines=True
+    )
+    gold = ds.frame.set_index("id")["answers"].map(lambda a: a[0])
+    files = []
+    for name, right in (("electra-good", 1.0), ("bert-half", 0.5)):
+        preds = {
+            i: (g if k < right * len(gold) else "wrong") for k, (i, g) in enumerate(gold.items())
+        }
+        f = tmp_path / f"{name}.json"
+        f.write_text(json.dumps(preds))
+        files.append(str(f))
+    out = tmp_path / "run"
+    res = CliRunner().invoke(
+        main,
+        ["fairness", str(data), "--task", "qa", "--predictions", *files,
+         "--adversary", "qa_position", "--seeds", "0", "--set", "fairness.n_bootstrap=20",
+         "--set", "fairness.aflite_params={n_partitions: 8, train_size: 0.3, max_rounds: 2}",
+         "--out", str(out)],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    metrics = json.loads((out / "fairness" / "metrics.json").read_text())
+    assert metrics["acc_electra-good_none"] == pytest.approx(1.0)
+    assert (out / "report.html").exists()

@@ -534,9 +534,9 @@ class Fairness(Analysis):
         m = result.metrics
         tau = m.get("min_kendall_tau", math.nan)
         hardest = _hardest(m, list((result.details or {}).get("adversary_order") or []))
+        score = (result.details or {}).get("score") or "accuracy"
         drop = (
-            f"; mean accuracy {m['mean_acc_none']:.3f} -> {m[f'mean_acc_{hardest}']:.3f} "
-            f"({hardest})"
+            f"; mean {score} {m['mean_acc_none']:.3f} -> {m[f'mean_acc_{hardest}']:.3f} ({hardest})"
             if hardest
             else ""
         )
