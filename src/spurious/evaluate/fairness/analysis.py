@@ -118,7 +118,9 @@ class Fairness(Analysis):
         "with several representations; ranking stability and annotator agreement per "
         "filter stage (paper 004)."
     )
-    requires: ClassVar[Requirements] = Requirements(labels=True, eval_split=True, predictions=True)
+    # Classification needs its labels and an evaluation split; a QA run needs neither (it
+    # cross-fits article halves of the data), so labels are checked in unmet, by task.
+    requires: ClassVar[Requirements] = Requirements(eval_split=True, predictions=True)
     metric_docs: ClassVar[dict[str, str]] = {
         "n_eval / n_models / n_adversaries / n_seeds": "Sizes of the study.",
         "chance": "1 / number of classes.",
@@ -246,7 +248,7 @@ class Fairness(Analysis):
         cross-fits article halves when there is no training split)."""
         if _is_qa(context):
             return Requirements(predictions=True).unmet(context)
-        return super().unmet(context)
+        return Requirements(labels=True, eval_split=True, predictions=True).unmet(context)
 
     def _adversary_specs(self, qa: bool) -> dict[str, Any]:
         default = QA_ADVERSARIES if qa else ("bow", "tfidf", "minilm")
