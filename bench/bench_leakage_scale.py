@@ -321,6 +321,24 @@ def agreement(features_list: list[str], n_resamples: int) -> dict[str, Any]:
     return out
 
 
+def against_previous(previous: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+    """This run's real-data metrics against the last recorded run of this bench (another
+    commit): the largest change, and whether every metric lies in the earlier interval."""
+    rows, worst, inside = {}, 0.0, True
+    for key, cur in current.items():
+        prev = previous.get(key, {}).get("metrics", {})
+        for name, m in cur["metrics"].items():
+            if name not in prev:
+                continue
+            lo, hi = prev[name]["new_ci"]
+            diff = abs(m["new"] - prev[name]["new"])
+            ok = bool(lo <= m["new"] <= hi) if np.isfinite(lo) and np.isfinite(hi) else True
+            rows[f"{key}/{name}"] = {"previous": prev[name]["new"], "now": m["new"],
+                                     "abs_diff": diff, "within_previous_ci": ok}  # fmt: skip
+            worst, inside = max(worst, diff), inside and ok
+    return {"summary": {"max_abs_diff": worst, "all_within_previous_ci": inside}, "rows": rows}
+
+
 def growth(curve: list[dict[str, Any]]) -> dict[str, Any]:
     """Per path: the log-log slope of wall time over rows, and old/new ratios per size."""
     out: dict[str, Any] = {}
@@ -350,6 +368,10 @@ def main() -> int:
     ap.add_argument("--agreement", action="store_true")
     ap.add_argument("--agreement-features", nargs="+", default=["bow", "tfidf"])
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument(
+        "--label", default=None, help="what this run measures (kept with each run; 1M runs "
+        "are also appended to the history in 'runs_1m')"
+    )  # fmt: skip
     args = ap.parse_args()
     if not DATA.exists():
         print(f"needs {DATA}", file=sys.stderr)
@@ -361,7 +383,11 @@ def main() -> int:
     results["data"] = __doc__.split("\n\n")[1].replace("\n", " ")
     results["machine"] = {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg()}
     if args.agreement:
+        previous = results.get("agreement")
         results["agreement"] = agreement(args.agreement_features, n_resamples=1000)
+        if previous:
+            results["agreement_vs_previous_run"] = against_previous(previous, results["agreement"])
+            print(json.dumps(results["agreement_vs_previous_run"]["summary"]), flush=True)
     runs = {
         (r["path"], r["n"], r["features"], r.get("executor", "local")): r
         for r in results.get("curve", [])
@@ -371,7 +397,11 @@ def main() -> int:
     for path, n in plan:
         print(f"{path} n={n:,} ...", flush=True)
         r = timed(path, n, args.features, args.timeout, args.torch_threads, args.executor)
+        if args.label:
+            r["label"] = args.label
         print(f"  -> {r}", flush=True)
+        if n >= 1_000_000 and path == "new":
+            results.setdefault("runs_1m", []).append(r)
         runs[(path, n, args.features, r["executor"])] = r
         results["curve"] = sorted(
             runs.values(),

@@ -31,16 +31,22 @@ def _torch():
 
 
 def to_torch(X: Matrix, device: str = "cpu"):
-    """A float32 torch tensor (dense, or sparse CSR) sharing memory where possible."""
+    """A float32 torch tensor (dense, or sparse CSR) sharing memory where possible.
+
+    Sparse indices are int32 when they fit (the usual case): a CSR product then moves
+    a third less memory and runs ~1.7x faster on CPU than with int64 indices.
+    """
     torch = _torch()
     if sp.issparse(X):
         X = sp.csr_matrix(X, dtype=np.float32)
+        small = max(X.shape) < 2**31 - 1 and X.nnz < 2**31 - 1
+        index = np.int32 if small else np.int64
         with warnings.catch_warnings():
             # CSR support is "beta" in torch, but matmul and its backward are stable.
             warnings.simplefilter("ignore", UserWarning)
             return torch.sparse_csr_tensor(
-                torch.from_numpy(X.indptr.astype(np.int64)),
-                torch.from_numpy(X.indices.astype(np.int64)),
+                torch.from_numpy(X.indptr.astype(index, copy=False)),
+                torch.from_numpy(X.indices.astype(index, copy=False)),
                 torch.from_numpy(X.data),
                 size=X.shape,
                 check_invariants=False,
@@ -135,8 +141,10 @@ class LogisticProbe(ClassifierMixin, BaseEstimator):
         # sklearn's objective is C * sum(w_i CE_i) + ||W||^2 / 2; dividing by C * sum(w)
         # gives a weighted mean CE plus ||W||^2 / (2 C sum(w)): same minimiser, O(1) scale.
         w_sum = float(w.sum())
-        w = (w / w_sum)[:, None]
-        onehot = torch.nn.functional.one_hot(yt, k).to(torch.float32)
+        w = w / w_sum
+        # Class-major (k, n) layout: the softmax reduces over k = 2-5 classes, which on
+        # the row-major (n, k) logits is a strided reduction several times slower.
+        onehot_t = torch.nn.functional.one_hot(yt, k).to(torch.float32).T.contiguous()
         W = torch.zeros(d, k, device=dev)
         b = torch.zeros(k, device=dev)
         lam = 1.0 / (self.C * w_sum)
@@ -154,15 +162,17 @@ class LogisticProbe(ClassifierMixin, BaseEstimator):
         def closure():
             # Loss and gradient in closed form (softmax cross-entropy):
             # dL/dW = X^T ((P - Y) * w) + lam W, dL/db = sum((P - Y) * w).
-            logits = Xt @ W + b
-            logp = torch.log_softmax(logits, dim=1)
-            loss = -(w * onehot * logp).sum() + 0.5 * lam * (W * W).sum()
-            G = (logp.exp() - onehot) * w
-            # Dense: (G^T X)^T streams X row-major once; X.T @ G is ~8x slower here.
-            XtG = XT @ G if XT is not None else (G.T @ Xt).T
+            logits_t = (Xt @ W).T.contiguous() + b[:, None]  # (k, n)
+            lse = torch.logsumexp(logits_t, dim=0)
+            logp_t = logits_t - lse
+            loss = -(w * (onehot_t * logp_t).sum(0)).sum() + 0.5 * lam * (W * W).sum()
+            G_t = (logp_t.exp_() - onehot_t).mul_(w)  # (k, n)
+            # Sparse: X^T (a CSR copy) @ G. Dense: G^T X streams X row-major once;
+            # X.T @ G is ~8x slower here.
+            XtG = XT @ G_t.T.contiguous() if XT is not None else (G_t @ Xt).T
             W.grad = (XtG + lam * W).contiguous()
             if self.fit_intercept:
-                b.grad = G.sum(0)
+                b.grad = G_t.sum(1)
             return loss
 
         with torch.no_grad():
