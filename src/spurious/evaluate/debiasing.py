@@ -443,9 +443,10 @@ class Debiasing(Analysis):
             b_eval = model.predict_proba(ctx.features(self.features, "full", split="eval"))
         elif kind == "heuristic":
             reference = out_of_fold_proba(X, y, random_state=seed, **opts).argmax(1) == y
+            attr = _train_heuristic(ctx, arg)
             b_train, split, model = heuristic_bias(
-                X, y, _train_heuristic(ctx, arg), reference_correct=reference.astype(float),
-                search_options={"sample_size": _sample_size(len(y))},
+                X, y, attr, reference_correct=reference.astype(float),
+                search_options={"sample_size": _sample_size(attr)},
                 random_state=seed, return_model=True, **opts,
             )  # fmt: skip
             b_eval = model.predict_proba(ctx.features(self.features, "full", split="eval"))
@@ -468,7 +469,7 @@ class Debiasing(Analysis):
             try:
                 b_train, _ = heuristic_bias(
                     X, y, attr, reference_correct=reference.astype(float), random_state=seed,
-                    search_options={"sample_size": _sample_size(len(y))},
+                    search_options={"sample_size": _sample_size(attr)},
                     **opts,
                 )  # fmt: skip
             except ParameterError:
@@ -586,9 +587,24 @@ def _fit_finetune(
     }
 
 
-def _sample_size(n: int) -> int:
-    """Bootstrap group size of paper 001's bias: 400 (its default), a tenth of small data."""
-    return min(400, max(10, n // 10))
+def _sample_size(attribute: Any) -> int:
+    """Bootstrap group size of paper 001's bias: 400 (its default), a tenth of small data.
+
+    A two-valued heuristic (negation) has one threshold only, so its smaller side caps the
+    size: App. C wants ``2 * sample_size`` examples on each side (187 negated hypotheses
+    of SNLI dev's 9,842 would otherwise leave the bias undefined).
+
+    Examples
+    --------
+    >>> _sample_size(np.zeros(9842)), _sample_size(np.r_[np.zeros(9655), np.ones(187)])
+    (400, 93)
+    """
+    a = np.asarray(attribute, dtype=float)
+    size = min(400, max(10, a.size // 10))
+    values, counts = np.unique(a[np.isfinite(a)], return_counts=True)
+    if values.size == 2:
+        size = min(size, max(10, int(counts.min()) // 2))
+    return size
 
 
 def _bias_at(correct, attribute, threshold, n_trials, seed) -> float:
@@ -598,7 +614,7 @@ def _bias_at(correct, attribute, threshold, n_trials, seed) -> float:
         return float("nan")
     res = prediction_bias(
         correct, np.asarray(attribute, dtype=float), threshold=threshold, n_trials=n_trials,
-        random_state=seed, sample_size=_sample_size(len(correct)),
+        random_state=seed, sample_size=_sample_size(attribute),
     )  # fmt: skip
     return float(res.bias)
 
@@ -611,7 +627,7 @@ def _thresholds(correct, h_eval, names, n_trials, seed) -> dict[str, float]:
     for n in names:
         res = threshold_search(
             correct, h_eval[n].to_numpy(dtype=float), n_trials=n_trials, random_state=seed,
-            sample_size=_sample_size(len(correct)),
+            sample_size=_sample_size(h_eval[n]),
         )  # fmt: skip
         out[n] = float(res.threshold)
     return out
