@@ -105,10 +105,6 @@ def register_heuristic(cls: H) -> H:
     return HEURISTICS.register(name, cls)
 
 
-def _fill_registry() -> None:
-    from spurious.heuristics import nli, qa  # noqa: F401  (importing registers them)
-
-
 def get_heuristic(name: str, task: str | None = None) -> type[Heuristic]:
     """The registered heuristic class called ``name``.
 
@@ -134,7 +130,6 @@ def get_heuristic(name: str, task: str | None = None) -> type[Heuristic]:
     ...
     spurious.exceptions.ParameterError: Unknown heuristic 'overlap'; known: ['answer_length', 'answer_sentence_rank', 'entity_count', 'qa_tfidf_similarity', 'shared_words', 'subject_position', 'word_distance'].
     """
-    _fill_registry()
     return HEURISTICS.get(name, None if task is None else list_heuristics(task))
 
 
@@ -146,7 +141,6 @@ def list_heuristics(task: str | None = None) -> list[str]:
     >>> list_heuristics("qa")[:3]
     ['answer_length', 'answer_sentence_rank', 'entity_count']
     """
-    _fill_registry()
     return [n for n, c in HEURISTICS.items() if task is None or task in c.tasks]
 
 
