@@ -44,12 +44,8 @@ def _fractions(value: str) -> tuple[float, ...]:
     multiple=True,
     default=("cartography",),
 )
-@options.opt(
-    "--set",
-    "Without --from-run: one parameter of an analysis (e.g. --set cartography.features=bow).",
-    dest="overrides",
-    multiple=True,
-    metavar="ANALYSIS.PARAM=VALUE",
+@options.set_option(
+    "Without --from-run: one parameter of an analysis (e.g. --set cartography.features=bow)."
 )
 @options.opt(
     "--definition",

@@ -44,12 +44,10 @@ def parse_set(items: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     "Held-out evaluation split: probes train on DATA and are scored here; predictions "
     "(--predictions) are for this split."
 )
-@options.file_opt(
-    "--predictions",
+@options.predictions_option(
     "A model's predictions on the evaluation split (or on DATA without --eval): "
     "SQuAD {id: answer} JSON, or JSONL/CSV/TSV with id and prediction. Repeatable; "
-    "files after the first (e.g. from a shell glob) are taken too. Enables prediction bias.",
-    multiple=True,
+    "files after the first (e.g. from a shell glob) are taken too. Enables prediction bias."
 )
 @options.strict_predictions_option
 @options.file_opt(
@@ -71,12 +69,8 @@ def parse_set(items: tuple[str, ...]) -> dict[str, dict[str, Any]]:
 )
 @options.opt("--only", "Run only these analyses (repeatable).", multiple=True, metavar="ANALYSIS")
 @options.opt("--skip", "Leave out these analyses (repeatable).", multiple=True, metavar="ANALYSIS")
-@options.opt(
-    "--set",
-    "Set one parameter of one analysis, repeatable (e.g. --set aflite.n_partitions=32).",
-    dest="overrides",
-    multiple=True,
-    metavar="ANALYSIS.PARAM=VALUE",
+@options.set_option(
+    "Set one parameter of one analysis, repeatable (e.g. --set aflite.n_partitions=32)."
 )
 @options.seed_option()
 @options.out_option("audit")

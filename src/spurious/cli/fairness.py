@@ -46,11 +46,9 @@ def _adversaries(items: tuple[str, ...]) -> list[str] | dict[str, str]:
     "predictions are for this split. Required, except for --task qa (DATA is filtered in "
     "two cross-fitted article halves)."
 )
-@options.file_opt(
-    "--predictions",
+@options.predictions_option(
     "An evaluated model's predicted labels on the evaluation split (JSONL/CSV/TSV with id "
-    "and prediction, or JSON {id: label}). Repeatable; files after the first are taken too.",
-    multiple=True,
+    "and prediction, or JSON {id: label}). Repeatable; files after the first are taken too."
 )
 @options.opt(
     "--adversary",
@@ -72,12 +70,9 @@ def _adversaries(items: tuple[str, ...]) -> list[str] | dict[str, str]:
     "JSONL of annotations per evaluation id: 'annotator_labels' lists or ChaosNLI "
     "'label_counter' (default: the evaluation split's own annotator_labels).",
 )
-@options.opt(
-    "--set",
+@options.set_option(
     "Set one parameter, repeatable (e.g. --set fairness.n_bootstrap=200, "
     "--set fairness.aflite_params={n_partitions: 16}).",
-    dest="overrides",
-    multiple=True,
     metavar="fairness.PARAM=VALUE",
 )
 @options.seed_option()

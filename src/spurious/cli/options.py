@@ -172,6 +172,18 @@ def file_opt(
     return opt(flag, help, dest=dest, type=INPUT_FILE, multiple=multiple)
 
 
+def predictions_option(help: str, *, must_exist: bool = True) -> Callable[[F], F]:
+    """``--predictions``: a model's prediction file, repeatable (files after the first,
+    e.g. from a shell glob, arrive as the command's extra arguments)."""
+    kind = INPUT_FILE if must_exist else click.Path(path_type=Path)
+    return opt("--predictions", help, type=kind, multiple=True)
+
+
+def set_option(help: str, metavar: str = "ANALYSIS.PARAM=VALUE") -> Callable[[F], F]:
+    """``--set NAME.PARAM=VALUE``, repeatable, into ``overrides`` (see ``audit.parse_set``)."""
+    return opt("--set", help, dest="overrides", multiple=True, metavar=metavar)
+
+
 def attributes_option(f: F) -> F:
     """``--attributes``: precomputed heuristic values instead of computing them."""
     return file_opt(
