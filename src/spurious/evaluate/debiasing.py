@@ -590,20 +590,26 @@ def _fit_finetune(
 def _sample_size(attribute: Any) -> int:
     """Bootstrap group size of paper 001's bias: 400 (its default), a tenth of small data.
 
-    A two-valued heuristic (negation) has one threshold only, so its smaller side caps the
-    size: App. C wants ``2 * sample_size`` examples on each side (187 negated hypotheses
-    of SNLI dev's 9,842 would otherwise leave the bias undefined).
+    App. C wants ``2 * sample_size`` examples on each side of a threshold. A heuristic
+    with few values (negation: 0, 1 or 2 negation words) has few thresholds, so its best
+    split's smaller side caps the size (187 negated hypotheses of SNLI dev's 9,842 would
+    otherwise leave the bias undefined).
 
     Examples
     --------
-    >>> _sample_size(np.zeros(9842)), _sample_size(np.r_[np.zeros(9655), np.ones(187)])
+    >>> _sample_size(np.arange(9842.0)), _sample_size(np.r_[np.zeros(9655), np.ones(187)])
     (400, 93)
+    >>> _sample_size(np.repeat([0.0, 1.0, 2.0], [9600, 200, 42]))  # best cut: 0 vs 1-2
+    121
     """
     a = np.asarray(attribute, dtype=float)
+    a = a[np.isfinite(a)]
     size = min(400, max(10, a.size // 10))
-    values, counts = np.unique(a[np.isfinite(a)], return_counts=True)
-    if values.size == 2:
-        size = min(size, max(10, int(counts.min()) // 2))
+    _, counts = np.unique(a, return_counts=True)
+    below = np.cumsum(counts)[:-1]  # examples at or below each candidate cut
+    if below.size:
+        best = int(np.max(np.minimum(below, a.size - below)))
+        size = min(size, max(10, best // 2))
     return size
 
 
