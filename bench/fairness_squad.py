@@ -8,8 +8,8 @@ offline, so dev (10,570 questions) is split by article into two halves and cross
 AFLite trains on one half and filters the other, then the halves swap.
 
 Adversaries, weakest first: ``qa_position`` (sentence position and length),
-``qa_lexical`` (+ question overlap, tf-idf cosine, BM25), ``qa_heuristic`` (+ wh-word x
-answer-type cues) x 3 AFLite seeds, with paper 004's Table 3 hyperparameters as shares of
+``qa_lexical`` (+ question overlap, tf-idf cosine, BM25), ``qa_heuristic`` (+ spaCy NER
+answer types x wh-word, entities of the asked type) x 3 AFLite seeds, with paper 004's Table 3 hyperparameters as shares of
 the training half. Evaluated models: the three real prediction files in
 ``../shared/data/predictions/squad/`` (ELECTRA-base, BERT-base-uncased, BERT-Tiny), scored
 by SQuAD F1 (the matrix) and EM. Annotator agreement: share of the other annotators'

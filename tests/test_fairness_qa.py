@@ -20,6 +20,7 @@ from spurious.evaluate.fairness.qa import (
     answer_agreement,
     answer_sentences,
     article_halves,
+    candidate_features,
     run_qa_adversaries,
 )
 from spurious.exceptions import ParameterError
@@ -274,3 +275,31 @@ def test_cli_fairness_on_qa_without_eval(tmp_path):
     metrics = json.loads((out / "fairness" / "metrics.json").read_text())
     assert metrics["acc_electra-good_none"] == pytest.approx(1.0)
     assert (out / "report.html").exists()
+
+
+def test_qa_heuristic_marks_the_sentence_with_the_asked_entity_type():
+    """spaCy's NER finds the PERSON that a Who-question asks for in the second sentence
+    only; a When-question's DATE lies in the first sentence only."""
+    pytest.importorskip("spacy")
+    context = "The bridge opened in March 1932. Its engineer was John Bradfield."
+    ds = Dataset.from_frame(
+        pd.DataFrame(
+            {
+                "question": ["Who was the engineer of the bridge?", "When did the bridge open?"],
+                "context": [context, context],
+                "answers": [["John Bradfield"], ["March 1932"]],
+            }
+        ),
+        "qa",
+    )
+    cands = answer_sentences(ds)
+    F, names = candidate_features(cands, list(ds.texts("question")), "qa_heuristic")
+    if "cue_person" not in names:
+        pytest.skip("no spaCy English model installed (regex cues in use)")
+    col = dict(zip(names, F.T, strict=True))
+    assert cands.label.tolist() == [1, 0]
+    assert col["cue_person"].tolist() == [0.0, 1.0, 0.0, 1.0]
+    assert col["cue_date_time"].tolist() == [1.0, 0.0, 1.0, 0.0]
+    # Candidates 0-1 belong to the Who-question, 2-3 to the When-question.
+    assert col["expected_type_cue"].tolist() == [0.0, 1.0, 1.0, 0.0]
+    assert col["who_x_person"].tolist() == [0.0, 1.0, 0.0, 0.0]

@@ -16,11 +16,13 @@ Adversaries, weakest first (:data:`QA_ADVERSARIES`):
 - ``qa_lexical``: + unigram and bigram overlap with the question, tf-idf cosine and a
   BM25 score (scikit-learn's ``TfidfVectorizer`` / ``CountVectorizer`` fitted on the
   sentences; unsupervised, so fitting on every sentence leaks no label);
-- ``qa_heuristic``: + the question's wh-word x the sentence's answer-type cues (a number,
-  a year, a month, a capitalised word inside the sentence, a percent/currency sign), and
-  whether the sentence holds a cue of the entity types the question asks for
-  (:func:`spurious.heuristics.qa.question_entity_types`, paper 001's sim-ents typing;
-  regular-expression cues stand in for spaCy NER, which needs a model download).
+- ``qa_heuristic``: + the sentence's answer types (spaCy NER over each distinct context,
+  grouped: person, place, organisation, date/time, number, money/percent, other name)
+  x the question's wh-word, and whether and how often the sentence holds an entity of the
+  type the question asks for (:func:`spurious.heuristics.qa.question_entity_types`, paper
+  001's sim-ents typing, per sentence). Without spaCy's model, regular-expression cues (a
+  number, a year, a month, a capitalised word, a percent/currency sign) stand in, with a
+  warning.
 
 With no training split (SQuAD's training set is not available offline), the data is
 split by article (``title``) into two halves with a seed and **cross-fitted**: AFLite's
@@ -122,6 +124,10 @@ class SentenceCandidates:
     label : ndarray of int64, shape (n,)
         Index of the sentence holding the first gold answer's start; -1 where no answer
         could be located (such questions get no stage).
+    contexts : list of str, optional
+        The context of every question (for the named entities of ``qa_heuristic``).
+    bounds : list of list of int, optional
+        Per question, the character offsets where its context's sentences start.
     """
 
     question: np.ndarray
@@ -129,6 +135,8 @@ class SentenceCandidates:
     n_sentences: np.ndarray
     text: list[str]
     label: np.ndarray
+    contexts: list[str] | None = None
+    bounds: list[list[int]] | None = None
 
     @property
     def max_candidates(self) -> int:
@@ -165,7 +173,7 @@ def answer_sentences(dataset: Dataset) -> SentenceCandidates:
     f = dataset.frame
     starts_col = f["answer_starts"] if "answer_starts" in f else [None] * len(f)
     memo: dict[str, tuple[list[int], list[str]]] = {}
-    q_idx, pos, n_sent, texts, labels = [], [], [], [], []
+    q_idx, pos, n_sent, texts, labels, all_bounds = [], [], [], [], [], []
     for i, (context, answers, starts) in enumerate(
         zip(f["context"], f["answers"], starts_col, strict=True)
     ):
@@ -177,6 +185,7 @@ def answer_sentences(dataset: Dataset) -> SentenceCandidates:
                 [context[a:b].strip() for a, b in zip(bounds, ends, strict=True)],
             )
         bounds, sents = memo[context]
+        all_bounds.append(bounds)
         span = answer_span(
             context,
             list(answers) if answers is not None else [],
@@ -196,6 +205,8 @@ def answer_sentences(dataset: Dataset) -> SentenceCandidates:
         n_sentences=np.asarray(n_sent, dtype=np.int64),
         text=texts,
         label=np.asarray(labels, dtype=np.int64),
+        contexts=[str(x) for x in f["context"]],
+        bounds=all_bounds,
     )
 
 
@@ -258,23 +269,79 @@ def _question_type(question: str) -> str:
     return "other"
 
 
-def _heuristic_features(c: SentenceCandidates, questions: Sequence[str]) -> dict[str, np.ndarray]:
-    cues = {
-        k: np.array([bool(rx.search(s)) for s in c.text], dtype=float) for k, rx in _CUES.items()
-    }
+#: spaCy entity labels grouped into answer types (OntoNotes labels of en_core_web_sm).
+_ENTITY_GROUPS = {
+    "person": ("PERSON",), "place": ("GPE", "LOC", "FAC"), "organisation": ("ORG", "NORP"),
+    "date_time": ("DATE", "TIME"), "number": ("CARDINAL", "QUANTITY", "ORDINAL"),
+    "money_percent": ("MONEY", "PERCENT"),
+    "other_name": ("PRODUCT", "EVENT", "WORK_OF_ART", "LAW", "LANGUAGE"),
+}  # fmt: skip
+
+
+def _entity_spans(doc: Any) -> list[tuple[int, str]]:
+    return [(ent.start_char, ent.label_) for ent in doc.ents]
+
+
+def _sentence_entities(c: SentenceCandidates, progress: bool = False) -> list[Counter] | None:
+    """Entity-label counts of every candidate sentence from spaCy's NER over each distinct
+    context (the named entities paper 001's sim-ents counts); ``None`` without spaCy."""
+    from spurious.exceptions import MissingDependencyError
+    from spurious.heuristics.nlp import load_spacy, pipe_unique
+
+    if c.contexts is None or c.bounds is None:
+        return None
+    try:
+        nlp = load_spacy()
+    except MissingDependencyError as e:
+        logger.warning("qa_heuristic: %s; regular-expression answer-type cues instead", e)
+        return None
+    spans = pipe_unique(
+        nlp, c.contexts, _entity_spans, components=["ner"], batch_size=64, progress=progress,
+        desc="qa_heuristic: NER of contexts",
+    )  # fmt: skip
+    first = np.concatenate([[0], np.cumsum(c.n_sentences)[:-1]])
+    out = [Counter() for _ in c.text]
+    for qi, (ents, bounds) in enumerate(zip(spans, c.bounds, strict=True)):
+        for start, label in ents:
+            out[first[qi] + bisect.bisect_right(bounds, start) - 1][label] += 1
+    return out
+
+
+def _heuristic_features(
+    c: SentenceCandidates, questions: Sequence[str], progress: bool = False
+) -> dict[str, np.ndarray]:
+    """Answer types of each sentence (spaCy NER, else regex cues) x the question's wh-word,
+    and whether the sentence holds an entity of the type the question asks for."""
+    ents = _sentence_entities(c, progress)
+    wanted = [question_entity_types(q) for q in questions]
+    if ents is not None:
+        cues = {
+            g: np.array([any(e[lab] for lab in labels) for e in ents], dtype=float)
+            for g, labels in _ENTITY_GROUPS.items()
+        }
+        n_match = np.array(
+            [sum(e[t] for t in (wanted[qi] or ())) for qi, e in zip(c.question, ents, strict=True)],
+            dtype=float,
+        )
+    else:
+        cues = {
+            k: np.array([bool(rx.search(s)) for s in c.text], dtype=float)
+            for k, rx in _CUES.items()
+        }
+        n_match = np.array(
+            [
+                float(any(cues[k][j] for t in (wanted[qi] or ()) for k in _TYPE_CUES.get(t, ())))
+                for j, qi in enumerate(c.question)
+            ]
+        )
     q_type = np.array([_question_type(q) for q in questions], dtype=object)[c.question]
     out: dict[str, np.ndarray] = {f"cue_{k}": v for k, v in cues.items()}
     for wh in _WH_ORDER:
         is_wh = (q_type == wh).astype(float)
         for k, v in cues.items():
             out[f"{wh}_x_{k}"] = is_wh * v
-    wanted = [question_entity_types(q) for q in questions]
-    match = np.zeros(len(c.text))
-    for j, qi in enumerate(c.question):
-        types = wanted[qi]
-        if types:
-            match[j] = float(any(cues[k][j] for t in types for k in _TYPE_CUES.get(t, ())))
-    out["expected_type_cue"] = match
+    out["expected_type_cue"] = (n_match > 0).astype(float)
+    out["expected_type_count"] = np.log1p(n_match)
     return out
 
 
