@@ -642,7 +642,9 @@ def _thresholds(correct, h_eval, names, n_trials, seed) -> dict[str, float]:
 def _summarise(runs, y_eval, hard, h_eval, names, thresholds, n_trials, seed):
     metrics: dict[str, float] = {}
     table = []
-    base_time = np.mean([r["train_s"] for r in runs["plain"]])
+    # Wall times: the median over seeds, so one run slowed by a busy machine (or paused)
+    # does not set a method's cost.
+    base_time = np.median([r["train_s"] for r in runs["plain"]])
     for m, rs in runs.items():
         acc = np.array([r["correct"].mean() for r in rs])
         hard_acc = np.array([r["correct"][hard].mean() if hard.any() else np.nan for r in rs])
@@ -654,7 +656,7 @@ def _summarise(runs, y_eval, hard, h_eval, names, thresholds, n_trials, seed):
         metrics[f"easy_accuracy_{m}"] = float(np.nanmean(easy_acc))
         # Wall times go to the table (details), not the metrics: metrics are what a seed
         # reproduces exactly.
-        t = float(np.mean([r["train_s"] for r in rs]))
+        t = float(np.median([r["train_s"] for r in rs]))
         curve = np.mean([r["curve"] for r in rs], axis=0)
         if len(curve):
             metrics[f"epochs_to_best_{m}"] = float(np.argmax(curve >= 0.99 * curve.max()) + 1)
