@@ -1,0 +1,54 @@
+"""Training dynamics: how a model's belief in each example's gold label moves while it trains.
+
+Dataset cartography (Swayamdipta et al. 2020, used by paper 002 Sec. 3) summarises, per
+example, the probability a model gives the gold label at the end of each training epoch.
+This package holds the record and everything that makes or moves one:
+
+- :class:`TrainingDynamics`: one row per (example, split, recording) with ``p_gold``,
+  ``pred``, ``correct`` and optionally the ``logits``; saved as Parquet + JSON
+  (atomically), and converted to and from allenai/cartography's
+  ``dynamics_epoch_{e}.jsonl`` files so dynamics recorded elsewhere can be used here and
+  ours elsewhere;
+- :func:`cartography_stats`: confidence, variability, correctness and forgetting events
+  per example;
+- :func:`probe_dynamics`: the *fast path* (issue 8 part 3), a small MLP or a linear
+  softmax layer trained for a few epochs on frozen features (cached sentence
+  embeddings), recording every training and evaluation example after every epoch;
+- the ``"training_dynamics"`` artifact provider of the run context, so every analysis
+  of a run shares one record per configuration. ``path="finetune"`` delegates to the
+  fine-tuning engine (:func:`spurious.models.finetune.finetune_dynamics`).
+
+Dynamics of the evaluation split come from the model trained on the training split only,
+recorded after each epoch as one would record validation accuracy (paper 002 Sec. 3 and
+footnote 5: "we are **not** fine-tuning on the test set").
+
+Modules, in the order the data flows: :mod:`~spurious.models.dynamics.probe` (the fast
+path makes a dynamics frame), :mod:`~spurious.models.dynamics.record` (the record and its
+Parquet + JSON files), :mod:`~spurious.models.dynamics.cartography_files` (allenai's
+jsonl files), :mod:`~spurious.models.dynamics.stats` (the summary statistics) and
+:mod:`~spurious.models.dynamics.artifact` (the run-context provider; importing this
+package registers it).
+"""
+
+from spurious.models.dynamics.artifact import PATHS, training_dynamics_artifact
+from spurious.models.dynamics.probe import FAST_MODELS, FAST_OPTIONS, probe_dynamics
+from spurious.models.dynamics.record import (
+    DYNAMICS_COLUMNS,
+    OPTIONAL_COLUMNS,
+    TrainingDynamics,
+    load_dynamics,
+)
+from spurious.models.dynamics.stats import cartography_stats
+
+__all__ = [
+    "DYNAMICS_COLUMNS",
+    "FAST_MODELS",
+    "FAST_OPTIONS",
+    "OPTIONAL_COLUMNS",
+    "PATHS",
+    "TrainingDynamics",
+    "cartography_stats",
+    "load_dynamics",
+    "probe_dynamics",
+    "training_dynamics_artifact",
+]

@@ -1,0 +1,218 @@
+"""The ``"training_dynamics"`` artifact provider of the run context.
+
+Every analysis of a run shares one record per configuration, made on one of
+:data:`PATHS`: the fast path (:func:`~spurious.models.dynamics.probe_dynamics` on the
+run's shared feature matrices), the fine-tuning engine
+(:func:`spurious.models.finetune.finetune_dynamics`, imported only when asked for) or
+dynamics saved earlier (:func:`~spurious.models.dynamics.load_dynamics`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from spurious.context import register_artifact
+from spurious.exceptions import DetectorError, ParameterError
+from spurious.models.dynamics.probe import FAST_OPTIONS, probe_dynamics
+from spurious.models.dynamics.record import TrainingDynamics, load_dynamics
+
+if TYPE_CHECKING:  # pragma: no cover
+    from spurious.context import RunContext
+
+__all__ = ["PATHS", "training_dynamics_artifact"]
+
+#: Paths that build dynamics: train a probe on frozen features, fine-tune a model, or
+#: read dynamics saved earlier (ours, or allenai/cartography's files).
+PATHS = ("fast", "finetune", "load")
+
+
+@register_artifact("training_dynamics")
+def training_dynamics_artifact(
+    ctx: RunContext,
+    *,
+    path: str = "fast",
+    view: str = "full",
+    features: str = "minilm",
+    model: str | None = None,
+    epochs: int | None = None,
+    random_state: int | None = 0,
+    source: str | None = None,
+    **options: Any,
+) -> TrainingDynamics:
+    """Provider of ``ctx.artifact("training_dynamics", ...)``: dynamics of ``ctx.train``
+    (and of ``ctx.eval`` when present, from the model trained on ``ctx.train`` only).
+
+    Parameters
+    ----------
+    ctx : RunContext
+    path : {"fast", "finetune", "load"}, default="fast"
+        ``"fast"``: :func:`probe_dynamics` on ``ctx.features(features, view)`` (the
+        matrices are shared with every other analysis of the run); ``"finetune"``:
+        :func:`spurious.models.finetune.finetune_dynamics` (the fine-tuning engine);
+        ``"load"``: :func:`load_dynamics` of the folder ``source``.
+    view : str, default="full"
+        A view name of the task (``"hypothesis_only"`` for partial-input cartography).
+    features : str, default="minilm"
+        Featurizer spec of the fast path.
+    model : str, optional
+        ``"mlp"`` or ``"linear"`` on the fast path (default ``"mlp"``); the model the
+        fine-tuning engine trains on the fine-tune path (default: the engine's).
+    epochs : int, optional
+        Default: 10 on the fast path (paper 002 Table 8: at most 10 epochs for base
+        models), the engine's default when fine-tuning.
+    random_state : int or None, default=0
+        The seed (the fine-tuning engine's ``seed``).
+    source : str, optional
+        Folder read by ``path="load"``.
+    **options
+        Passed on: :func:`probe_dynamics` keywords (``lr``, ``batch_size``,
+        ``hidden_size``, ``weight_decay``, ``records_per_epoch``, ``standardize``) or the
+        fine-tuning engine's.
+
+    Examples
+    --------
+    >>> from spurious.context import RunContext
+    >>> from spurious.data.synthetic import make_nli_artifacts
+    >>> train, test = make_nli_artifacts(n=200, random_state=0).dataset.split(0.3)
+    >>> ctx = RunContext(train, test, progress=False)
+    >>> dyn = ctx.artifact("training_dynamics", features="bow", epochs=2)
+    >>> dyn.splits(), len(dyn.ids("eval")) == len(test)
+    (['train', 'eval'], True)
+    """
+    from spurious.views import get_view
+
+    if path not in PATHS:
+        raise ParameterError(
+            f"The 'path' option of training dynamics must be one of {list(PATHS)}; got {path!r}."
+        )
+    view_name = get_view(ctx.train.task, view).name
+    if path == "load":
+        if not source:
+            raise ParameterError("path='load' needs 'source', the folder of saved dynamics.")
+        dyn = load_dynamics(source, ctx.train, ctx.eval)
+        _check_covers(dyn, ctx)
+        return dyn
+    if path == "finetune":
+        return _finetune_dynamics(ctx, view_name, model, epochs, random_state, options)
+    if not isinstance(features, str):
+        raise ParameterError(
+            "The 'features' option of training dynamics must be a featurizer spec (str); got "
+            f"{type(features).__name__}."
+        )
+    start = time.perf_counter()
+    X_train = ctx.features(features, view_name, split="train")
+    X_eval = ctx.features(features, view_name, split="eval") if ctx.eval is not None else None
+    feature_s = time.perf_counter() - start
+    unknown = sorted(set(options) - set(FAST_OPTIONS))
+    if unknown:
+        raise ParameterError(
+            f"Unknown fast-path training option(s) {unknown}; valid: {list(FAST_OPTIONS)}."
+        )
+    model = model or "mlp"
+    epochs = 10 if epochs is None else epochs
+    start = time.perf_counter()
+    frame = probe_dynamics(
+        X_train,
+        ctx.train.labels,
+        X_eval,
+        None if ctx.eval is None else ctx.eval.labels,
+        model=model,
+        epochs=epochs,
+        n_classes=ctx.train.n_classes,
+        train_ids=ctx.train.ids,
+        eval_ids=None if ctx.eval is None else ctx.eval.ids,
+        random_state=random_state,
+        **options,
+    )
+    meta = {
+        "path": "fast",
+        "view": view_name,
+        "features": features,
+        "model": model,
+        "epochs": epochs,
+        "random_state": random_state,
+        "options": dict(options),
+        "n_train": len(ctx.train),
+        "n_eval": 0 if ctx.eval is None else len(ctx.eval),
+        "n_features": int(X_train.shape[1]),
+        "feature_s": round(feature_s, 4),
+        "train_s": round(time.perf_counter() - start, 4),
+    }
+    return TrainingDynamics(frame, list(ctx.train.label_names), meta)
+
+
+def _finetune_dynamics(
+    ctx: RunContext,
+    view: str,
+    model: str | None,
+    epochs: int | None,
+    random_state: int | None,
+    options: dict[str, Any],
+) -> TrainingDynamics:
+    """Dynamics from the fine-tuning engine (imported only when asked for)."""
+    import importlib
+
+    what = (
+        "path='finetune' needs the fine-tuning engine (spurious.models.finetune with "
+        "finetune_dynamics, issue 8 parts 1-2)"
+    )
+    try:
+        engine = importlib.import_module("spurious.models.finetune")
+    except ModuleNotFoundError as e:
+        if e.name != "spurious.models.finetune":
+            raise  # the engine exists but a dependency of it is missing: say which
+        raise DetectorError(
+            f"{what}, which this installation does not have; use path='fast'."
+        ) from None
+    finetune = getattr(engine, "finetune_dynamics", None)
+    if finetune is None:
+        raise DetectorError(
+            f"{what}; spurious.models.finetune has no finetune_dynamics. Use path='fast'."
+        )
+    config = dict(options)
+    if model is not None:
+        config["model"] = model
+    if epochs is not None:
+        config["epochs"] = epochs
+    if random_state is not None:
+        config["seed"] = random_state
+    out = finetune(ctx, view=view, **config)
+    if isinstance(out, pd.DataFrame):
+        out = TrainingDynamics(out, list(ctx.train.label_names), {"path": "finetune"})
+    if not isinstance(out, TrainingDynamics):
+        raise DetectorError(
+            "spurious.models.finetune.finetune_dynamics must return TrainingDynamics or its "
+            f"frame; got {type(out).__name__}."
+        )
+    out.meta.setdefault("path", "finetune")
+    out.meta.setdefault("view", view)
+    _check_covers(out, ctx)
+    return out
+
+
+def _check_covers(dyn: TrainingDynamics, ctx: RunContext) -> None:
+    """Dynamics from outside must describe every example of the run's splits."""
+    for split, ds in (("train", ctx.train), ("eval", ctx.eval)):
+        if ds is None:
+            continue
+        if split not in dyn.splits():
+            if split == "eval":
+                raise DetectorError(
+                    "The training dynamics hold no 'eval' split, but this run has an evaluation "
+                    "split (for allenai/cartography files, put its files in an eval/ subfolder)."
+                )
+            continue
+        missing = set(map(str, ds.ids)) - set(dyn.ids(split))
+        if missing:
+            raise DetectorError(
+                f"The training dynamics lack {len(missing)} example(s) of the {split!r} split "
+                f"(e.g. id {sorted(missing)[0]!r})."
+            )
+    if list(dyn.label_names) != list(ctx.train.label_names):
+        raise DetectorError(
+            f"The training dynamics use labels {dyn.label_names}; the data has "
+            f"{list(ctx.train.label_names)}."
+        )
