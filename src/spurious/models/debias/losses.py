@@ -157,7 +157,7 @@ class LearnedMixin(DebiasLoss):
     ...     _ = lm.gate.weight.zero_(), lm.gate.bias.fill_(math.log(math.e - 1))  # g = 1
     >>> b = torch.tensor([[0.9, 0.1]])
     >>> out = lm(torch.zeros(1, 2), torch.tensor([0]), bias_probs=b, hidden=torch.zeros(1, 2))
-    >>> round(float(out), 4)  # g = 1: the same as the product of experts
+    >>> round(out.item(), 4)  # g = 1: the same as the product of experts
     0.1054
     """
 
