@@ -1,0 +1,496 @@
+"""The model: :class:`BatchedLogisticRegression`, its parameters, config and fit loop."""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from numbers import Integral, Real
+from typing import Any, ClassVar
+
+import numpy as np
+
+from spurious.exceptions import ParameterError
+from spurious.models.batched.backend import _centred_bf16, _shared_tensor, _threads, _torch
+from spurious.models.batched.basis import class_basis
+from spurious.models.batched.inputs import _validate
+from spurious.models.batched.lbfgs import CONVERGED, STATUS_NAMES, _lbfgs
+from spurious.models.batched.objective import _Data, _Group
+from spurious.models.batched.preconditioner import _Preconditioner
+from spurious.models.batched.predict import _predict
+from spurious.models.batched.start import SharedStart, _SharedStartMixin
+from spurious.utils.validation import Interval, StrOptions, check_params
+
+logger = logging.getLogger(__name__)
+
+#: Classifiers per internal group when ``chunk_size=None``. A constant (not derived from
+#: ``m``) so that chunks of a split ``train_idx`` line up with the groups of the full call.
+DEFAULT_CHUNK_SIZE = 32
+
+
+class BatchedLogisticRegression(_SharedStartMixin):
+    """Many L2-regularised logistic regressions, one per partition, fitted in one batch.
+
+    Implements :class:`~spurious.models.partition.PartitionModel` for AFLite: classifier
+    ``j`` is fitted on ``X[train_idx[j]]`` and predicts every row of ``X_predict``. Each
+    converges to the minimiser of scikit-learn's ``LogisticRegression(C=C)`` on its rows;
+    see the package docstring for the algorithm.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Inverse L2 strength, as in scikit-learn (penalty ``||W||^2 / 2`` against
+        ``C * sum of losses``; the intercept is not penalised).
+    max_iter : int, default=100
+        Maximum L-BFGS iterations per classifier.
+    tol : float, default=1e-4
+        Stop a classifier when the max-abs gradient of its objective (mean loss +
+        ``||W||^2 / (2 C t)``, in the original weights and intercepts) is ``<= tol``:
+        scikit-learn's stopping rule for ``solver="lbfgs"``.
+    device : {"auto", "cpu", "cuda"}, default="auto"
+        ``"auto"`` is CUDA when ``torch.cuda.is_available()``.
+    dtype : {"float32", "bfloat16"}, default="float32"
+        Precision of ``X`` and the GEMM operands during training (accumulation and the
+        optimiser are float32/float64; predictions are float32). In bfloat16, ``tol``
+        applies to the gradient w.r.t. the weights of the centred features (see the
+        package docstring).
+    chunk_size : int, optional
+        Classifiers per internal group (default :data:`DEFAULT_CHUNK_SIZE`). Results are
+        bitwise identical when a caller splits ``train_idx`` at multiples of it.
+    history_size : int, default=10
+        L-BFGS memory.
+    precondition : {"pooled", "covariance", "none"}, default="pooled"
+        ``"pooled"``: start every classifier from a pooled model fitted on a subsample of
+        ``X`` and precondition with the Hessian there. ``"covariance"``: start from zero,
+        precondition with the Hessian at zero (a covariance whitening). ``"none"``: plain
+        L-BFGS from zero (for comparison).
+    pooled_rows : int, optional
+        Rows (a fixed stride through ``X``) for the pooled model; default
+        ``min(N, max(32768, 3 t))``. More rows put the start closer to every classifier's
+        solution.
+    hessian_rows : int, optional
+        Rows (a subset of those) for the Hessian estimate; default
+        ``max(4096, min(64 (d + 1), 2.5 t))``. Its relative sampling error, about
+        ``sqrt(d / rows)``, sets how far each classifier's preconditioned problem is from
+        the identity (at the SNLI setting 65536 rows gave 8 evaluations, 32768 gave 12;
+        at 10k x 1,536 with t = 984, 4096 rows gave the 8 iterations of 8192 in half the
+        time, 2048 gave 10).
+    predict_block : int, default=65536
+        Rows of ``X_predict`` per prediction GEMM (bounds memory).
+    num_threads : int, optional
+        CPU threads (default ``torch.get_num_threads()``): worker threads for small
+        groups, intra-op threads for large ones (see the package docstring, "Threads").
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (m, n_classes, d)
+        Class weights of each classifier after ``fit_predict`` (zero-sum like
+        scikit-learn's multinomial ``coef_``; for a binary fit the row of the first
+        present class is zero and that of the second is scikit-learn's ``coef_[0]``).
+    intercept_ : ndarray of shape (m, n_classes)
+        Intercepts; ``-inf`` for classes absent from a classifier's training rows.
+    n_iter_ : ndarray of shape (m,)
+        L-BFGS iterations per classifier.
+    status_ : ndarray of shape (m,)
+        ``1`` converged, ``2`` hit ``max_iter``, ``3`` line search failed (see
+        :data:`STATUS_NAMES`).
+    stats_ : dict
+        Timings, gradient evaluations and GEMM FLOPs of the last call.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 4)).astype(np.float32)
+    >>> y = np.argmax(X[:, :3], axis=1)
+    >>> idx = np.stack([rng.choice(300, 100, replace=False) for _ in range(3)])
+    >>> model = BatchedLogisticRegression(C=1.0, device="cpu")
+    >>> model.fit_predict(X, y, idx, n_classes=3).shape
+    (3, 300)
+    >>> model.status_.tolist()
+    [1, 1, 1]
+    """
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "device": [StrOptions({"auto", "cpu", "cuda"})],
+        "dtype": [StrOptions({"float32", "bfloat16"})],
+        "chunk_size": [Interval(Integral, 1, None, closed="left"), None],
+        "history_size": [Interval(Integral, 1, None, closed="left")],
+        "precondition": [StrOptions({"pooled", "covariance", "none"})],
+        "pooled_rows": [Interval(Integral, 1, None, closed="left"), None],
+        "hessian_rows": [Interval(Integral, 1, None, closed="left"), None],
+        "predict_block": [Interval(Integral, 1, None, closed="left")],
+        "num_threads": [Interval(Integral, 1, None, closed="left"), None],
+    }
+
+    #: Forward + gradient GEMM FLOPs of one group below which groups run in parallel on
+    #: one thread each instead of one after another on every thread (see ``_threading``).
+    parallel_groups_below: ClassVar[float] = 1e10
+
+    #: Above this many parameters per classifier the Hessian preconditioner ignores the
+    #: coupling between logits (block-diagonal), bounding its memory and Cholesky cost.
+    max_dense_hessian: ClassVar[int] = 6144
+
+    def __init__(
+        self,
+        C: float = 1.0,
+        max_iter: int = 100,
+        tol: float = 1e-4,
+        device: str = "auto",
+        dtype: str = "float32",
+        chunk_size: int | None = None,
+        history_size: int = 10,
+        precondition: str = "pooled",
+        pooled_rows: int | None = None,
+        hessian_rows: int | None = None,
+        predict_block: int = 65536,
+        num_threads: int | None = None,
+    ) -> None:
+        self.C = C
+        self.max_iter = max_iter
+        self.tol = tol
+        self.device = device
+        self.dtype = dtype
+        self.chunk_size = chunk_size
+        self.history_size = history_size
+        self.precondition = precondition
+        self.pooled_rows = pooled_rows
+        self.hessian_rows = hessian_rows
+        self.predict_block = predict_block
+        self.num_threads = num_threads
+
+    # -- public API ------------------------------------------------------------------
+
+    @property
+    def group_size(self) -> int:
+        """Classifiers per internal group (split ``train_idx`` at multiples of this)."""
+        return DEFAULT_CHUNK_SIZE if self.chunk_size is None else int(self.chunk_size)
+
+    def config(self) -> dict[str, Any]:
+        """JSON description (for provenance and checkpoints)."""
+        return {
+            "model": "batched-logistic",
+            "C": float(self.C),
+            "max_iter": int(self.max_iter),
+            "tol": float(self.tol),
+            "device": self.device,
+            "dtype": self.dtype,
+            "chunk_size": self.group_size,
+            "history_size": int(self.history_size),
+            "precondition": self.precondition,
+            "pooled_rows": self.pooled_rows,
+            "hessian_rows": self.hessian_rows,
+            # 2: one start per run (shared_start), H0 = H^-1 in float32, group threads.
+            "version": 2,
+        }
+
+    def shared_start(self, X: np.ndarray, y: np.ndarray, t: int, n_classes: int) -> SharedStart:
+        """The starting point and preconditioner for classifiers of ``t`` rows of ``X``.
+
+        ``fit_predict`` builds one per call unless given one (``start=``); build it once
+        and pass it to every call that fits classifiers on (subsets of) the same data,
+        e.g. every AFLite round. It depends on ``X``, ``y``, ``t`` and the
+        hyperparameters only.
+
+        Parameters
+        ----------
+        X : ndarray of shape (N, d)
+            Features the pooled model is fitted on (a fixed strided subsample of them).
+        y : ndarray of shape (N,)
+            Integer label ids in ``[0, n_classes)``.
+        t : int
+            Training rows per classifier (sets the penalty ``1 / (C t)``).
+        n_classes : int
+            Number of classes (>= 2).
+
+        Returns
+        -------
+        SharedStart
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(300, 4)).astype(np.float32)
+        >>> y = np.argmax(X[:, :3], axis=1)
+        >>> model = BatchedLogisticRegression(device="cpu")
+        >>> start = model.shared_start(X, y, t=100, n_classes=3)
+        >>> idx = np.stack([rng.choice(300, 100, replace=False) for _ in range(3)])
+        >>> bool((model.fit_predict(X, y, idx, 3, start=start)
+        ...       == model.fit_predict(X, y, idx, 3, start=start)).all())
+        True
+        """
+        check_params(self._parameter_constraints, self._params(), type(self).__name__)
+        if isinstance(t, bool) or not isinstance(t, Integral) or t < 1:
+            raise ParameterError(f"t must be an int >= 1; got {t!r}.")
+        X, y, _, n_classes, _ = _validate(X, y, np.zeros((1, 1), np.int64), n_classes, None)
+        intra_op, _ = self._threading(X.shape[0], X.shape[1], n_classes)
+        with _threads(intra_op):
+            data = self._make_data(X, y, n_classes, int(t))
+            return self._shared_start(data, int(t))
+
+    def fit_predict(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        train_idx: np.ndarray,
+        n_classes: int,
+        X_predict: np.ndarray | None = None,
+        *,
+        start: SharedStart | None = None,
+    ) -> np.ndarray:
+        """Fit classifier ``j`` on ``X[train_idx[j]]``; predict every row of ``X_predict``.
+
+        Parameters
+        ----------
+        X : ndarray of shape (N, d)
+            Features (converted to float32 if needed; must be finite).
+        y : ndarray of shape (N,)
+            Integer label ids in ``[0, n_classes)``.
+        train_idx : ndarray of shape (m, t)
+            Row indices into ``X`` of each classifier's training rows.
+        n_classes : int
+            Number of classes (>= 2).
+        X_predict : ndarray of shape (M, d), optional
+            Rows to predict (default ``X``).
+        start : SharedStart, optional
+            A start from :meth:`shared_start` with the same ``t``, features and classes;
+            default: one built on this call's ``X``.
+
+        Returns
+        -------
+        ndarray of shape (m, M), int16
+            Predicted label ids.
+        """
+        check_params(self._parameter_constraints, self._params(), type(self).__name__)
+        t0 = time.perf_counter()
+        X, y, train_idx, n_classes, X_predict = _validate(X, y, train_idx, n_classes, X_predict)
+        intra_op, workers = self._threading(X.shape[0], X.shape[1], n_classes)
+        with _threads(intra_op):
+            return self._fit_predict(X, y, train_idx, n_classes, X_predict, start, workers, t0)
+
+    def _fit_predict(self, X, y, train_idx, n_classes, X_predict, start, workers, t0) -> np.ndarray:
+        torch = _torch()
+        timings: dict[str, float] = {}
+        m, t = train_idx.shape
+        k = n_classes
+        data = self._make_data(X, y, k, t)
+        device, r = data.device, data.r
+        timings["setup"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        present = np.zeros((m, k), dtype=bool)
+        labels = y[train_idx]
+        for c in range(k):
+            present[:, c] = (labels == c).any(axis=1)
+        if start is None:
+            start = self._shared_start(data, t)
+            start_stats = dict(start.stats, reused=False)
+        else:
+            self._check_start(start, data, t)
+            start_stats = {"reused": True}
+        theta_ref, ref_present = start.theta, start.ref_present
+        precond = _Preconditioner(
+            None if start.hinv is None else torch.from_numpy(start.hinv).to(device),
+            start.blocked,
+        )
+        w_ref = z_ref = None
+        if theta_ref.any():
+            w_ref = torch.from_numpy(theta_ref[:-1]).to(device)  # (d, r) float64
+            z_ref = (data.x32 @ w_ref.to(torch.float32)).T.contiguous()  # (r, N)
+        timings["shared_start"] = time.perf_counter() - t0
+
+        g = self.group_size
+        n_groups = -(-m // g)
+        theta_all = np.zeros((m, data.d + 1, r))
+        basis_all = np.zeros((m, k, r))
+        n_iter = np.zeros(m, dtype=np.int64)
+        status = np.zeros(m, dtype=np.int64)
+        out = np.empty((m, X_predict.shape[0]), dtype=np.int16)
+        xp32 = data.x32 if X_predict is X else _shared_tensor(X_predict, device)
+        evals = {"float32": 0, "bfloat16": 0}
+        t_train = t_pred = 0.0
+
+        def fit_group(q: int) -> tuple[int, float, float, dict[str, int]]:
+            lo, hi = q * g, min(m, (q + 1) * g)
+            real = hi - lo
+            # Pad the last group to g with inert copies of its first classifier, so that
+            # every group has the same shapes (the bitwise chunk-invariance guarantee).
+            rows = np.concatenate([np.arange(lo, hi), np.full(g - real, lo)])
+            pres = present[rows]
+            basis_np = np.stack([class_basis(p, r) for p in pres])
+            basis = torch.from_numpy(basis_np).to(device, torch.float32)
+            standard = (pres == ref_present[None, :]).all(axis=1)
+            theta0 = np.where(standard[:, None, None], theta_ref[None], 0.0)
+            mask = None
+            if not pres.all():
+                mask_np = np.where(pres, 0.0, -np.inf)[:, :, None]
+                mask = torch.from_numpy(mask_np).to(device, torch.float32)
+            ts = time.perf_counter()
+            group = _Group(
+                data,
+                torch.from_numpy(train_idx[rows]).to(device),
+                basis,
+                mask,
+                scale=1.0 / t,
+                w_ref=w_ref,
+                z_ref=z_ref,
+                standard=torch.from_numpy(standard).to(device),
+            )
+            theta, it, st = _lbfgs(
+                group,
+                torch.from_numpy(theta0).to(device),
+                precond,
+                torch.from_numpy(np.arange(g) < real).to(device),
+                max_iter=int(self.max_iter),
+                tol=float(self.tol),
+                history=int(self.history_size),
+                first_step="scaled" if self.precondition == "none" else "unit",
+                low=data.x_low is not None,
+                scale_h0=self.precondition == "none",
+            )
+            n_evals = dict(group.n_evals)
+            del group
+            tp = time.perf_counter()
+            pred = _predict(theta, basis, mask, xp32, int(self.predict_block))
+            out[lo:hi] = pred[:real]
+            theta_all[lo:hi] = theta[:real].cpu().numpy()
+            basis_all[lo:hi] = basis_np[:real]
+            n_iter[lo:hi] = it[:real].cpu().numpy()
+            status[lo:hi] = st[:real].cpu().numpy()
+            logger.debug(
+                "group %d/%d: %d classifiers, iterations %s",
+                q + 1,
+                n_groups,
+                real,
+                n_iter[lo:hi].tolist(),
+            )
+            return q, tp - ts, time.perf_counter() - tp, n_evals
+
+        t0 = time.perf_counter()
+        workers = min(workers, n_groups)
+        if workers > 1:
+            # Small groups: whole groups in parallel, one intra-op thread each (see
+            # _threading); each group's arithmetic is that of a one-thread run.
+            with ThreadPoolExecutor(
+                workers,
+                thread_name_prefix="spurious-batched",
+                initializer=torch.set_num_threads,
+                initargs=(1,),
+            ) as pool:
+                results = list(pool.map(fit_group, range(n_groups)))
+            # set_num_threads in a worker also sets torch's default for new threads.
+            torch.set_num_threads(1)
+        else:
+            results = [fit_group(q) for q in range(n_groups)]
+        for _, t_fit, t_p, n_evals in results:
+            t_train += t_fit
+            t_pred += t_p
+            for key, value in n_evals.items():
+                evals[key] += value
+        timings["train"] = t_train
+        timings["predict"] = t_pred
+        timings["groups_wall"] = time.perf_counter() - t0
+        timings["group_workers"] = workers
+
+        self._store(theta_all, basis_all, present, n_iter, status)
+        n, d, n_pred = data.n, data.d, X_predict.shape[0]
+        per_eval = 2.0 * 2.0 * n * d * g * r  # forward + gradient GEMM of one group
+        D = (d + 1) * r
+        precond_per_eval = 2.0 * g * (D * D if not precond.blocked else D * (d + 1))
+        self.stats_ = {
+            "timings_s": timings,
+            "gradient_evals": evals,
+            "iterations": {"median": float(np.median(n_iter)), "max": int(n_iter.max())},
+            "groups": n_groups,
+            "group_size": g,
+            "shared_start": start_stats,
+            "flops": {
+                "train_gemm": {key: per_eval * v for key, v in evals.items()},
+                "shared_start_gemm": start_stats.get("gemm_flops", 0.0)
+                + (2.0 * n * d * r if w_ref is not None else 0.0),
+                "predict_gemm": 2.0 * n_pred * d * g * r * n_groups,
+                "preconditioner": precond_per_eval * sum(evals.values()),
+            },
+            "device": str(device),
+            "dtype": self.dtype,
+        }
+        bad = int((status != CONVERGED).sum())
+        if bad:
+            logger.warning(
+                "BatchedLogisticRegression: %d of %d classifiers did not reach tol=%g "
+                "(statuses %s); increase max_iter or tol.",
+                bad,
+                m,
+                self.tol,
+                {STATUS_NAMES[int(s)]: int((status == s).sum()) for s in np.unique(status)},
+            )
+        return out
+
+    # -- internals -------------------------------------------------------------------
+
+    def _params(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self._parameter_constraints}
+
+    def _device(self) -> str:
+        torch = _torch()
+        if self.device == "auto":
+            return "cuda" if torch.cuda.is_available() else "cpu"
+        if self.device == "cuda" and not torch.cuda.is_available():
+            raise ParameterError(
+                "The 'device' parameter of BatchedLogisticRegression is 'cuda' but torch "
+                "reports no CUDA device."
+            )
+        return self.device
+
+    def _threading(self, n: int, d: int, k: int) -> tuple[int, int]:
+        """``(intra-op threads, group workers)`` for a problem of ``n`` rows, ``d``
+        features and ``k`` classes on CPU (see the package docstring, "Threads").
+
+        Small groups (forward + gradient GEMM under :attr:`parallel_groups_below` FLOPs)
+        run whole groups in parallel, one intra-op thread each: their many small
+        float64 operations gain nothing from intra-op threads and lose much to their
+        synchronisation when the machine is busy. Large groups run one after another
+        with every thread inside the GEMMs.
+        """
+        torch = _torch()
+        total = int(self.num_threads) if self.num_threads else int(torch.get_num_threads())
+        if self._device() != "cpu":
+            return total, 1
+        r = 1 if k == 2 else k - 1
+        if 4.0 * n * d * self.group_size * r < self.parallel_groups_below:
+            return 1, total
+        return total, 1
+
+    def _make_data(self, X: np.ndarray, y: np.ndarray, k: int, t: int) -> _Data:
+        """Tensors shared by every group of a call (validated inputs)."""
+        torch = _torch()
+        device = torch.device(self._device())
+        data = _Data(
+            x32=_shared_tensor(X, device),
+            x_low=None,
+            mean=None,
+            y=torch.from_numpy(y).to(device),
+            n_classes=k,
+            r=1 if k == 2 else k - 1,
+            lam=1.0 / (float(self.C) * t),
+            device=device,
+        )
+        if self.dtype == "bfloat16":
+            # Centre before rounding: bfloat16 keeps 8 bits relative to each value, and
+            # embeddings carry a large common mean that would swamp the signal.
+            pool_rows, _ = self._subsamples(data.n, t, data.d)
+            data.mean = data.x32[torch.from_numpy(pool_rows).to(device)].mean(0)
+            data.x_low = _centred_bf16(data.x32, data.mean)
+        return data
+
+    def _store(self, theta, basis, present, n_iter, status) -> None:
+        d = theta.shape[1] - 1
+        full = np.einsum("mar,mkr->mka", theta, basis)  # (m, k, d+1)
+        self.coef_ = full[:, :, :d].astype(np.float32)
+        intercept = full[:, :, d]
+        self.intercept_ = np.where(present, intercept, -np.inf).astype(np.float32)
+        self.n_iter_ = n_iter
+        self.status_ = status
