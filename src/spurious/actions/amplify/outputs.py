@@ -7,14 +7,11 @@ from __future__ import annotations
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spurious.data.dataset import Dataset
 from spurious.exceptions import ParameterError
 from spurious.utils.io import check_output_file
-
-if TYPE_CHECKING:
-    from spurious.actions.amplify.splits import AmplifiedSplits
 
 #: What ``save`` writes into its output folder (removed first on a forced re-write).
 _OUTPUTS = ("summary.json", "report.html", "amplify", "hf", "files")
@@ -37,14 +34,18 @@ def _file_format(ds: Dataset) -> str:
     return _FILE_FORMATS.get(src.format, "jsonl")
 
 
-def _report_manifest(amp: AmplifiedSplits, summary: Mapping[str, Any]) -> dict[str, Any]:
+def _report_manifest(
+    source: Mapping[str, Any], params: Mapping[str, Any], summary: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The report's manifest: the marks' run manifest with this action's command, seed,
+    creation time and versions (``source`` / ``params`` of the AmplifiedSplits)."""
     prov = summary["provenance"]
-    manifest = dict(amp.source.get("manifest") or {})
+    manifest = dict(source.get("manifest") or {})
     manifest.update(
         {
-            "command": amp.source.get("command", manifest.get("command", "spurious amplify")),
+            "command": source.get("command", manifest.get("command", "spurious amplify")),
             "created": prov["created"],
-            "seed": amp.params.get("random_state"),
+            "seed": params.get("random_state"),
             "versions": prov["versions"],
         }
     )

@@ -417,7 +417,11 @@ class AmplifiedSplits:
 
             result.save(out / "amplify")
             sections = {**(report_results or {}), "amplify": result}
-            render(sections, out / "report.html", manifest=_report_manifest(self, summary))
+            render(
+                sections,
+                out / "report.html",
+                manifest=_report_manifest(self.source, self.params, summary),
+            )
         return out
 
 
