@@ -100,8 +100,58 @@ def test_one_row_per_example_with_documented_columns(name, context):
     assert all(isinstance(v, float) for v in res.metrics.values())
     json.dumps(res.details)  # details are plain JSON
     head = res.headline
-    assert {"label", "value", "text", "verdict", "severity"} <= set(head)
+    assert {"label", "value", "text", "verdict", "severity", "inconclusive", "evidence"} <= set(
+        head
+    )
     assert head["severity"] in ("none", "low", "moderate", "high", "info")
+
+
+def _shuffled(ds: Dataset, seed: int) -> Dataset:
+    """The same rows and ids with the labels permuted: any association with the text is gone."""
+    frame = ds.frame.drop(columns=["label_id"]).copy()
+    frame["label"] = np.random.default_rng(seed).permutation(frame["label"].to_numpy())
+    return Dataset.from_frame(
+        frame, ds.task, label_names=ds.label_names, name=f"{ds.name}-shuffled"
+    )
+
+
+@pytest.fixture(scope="module", params=[0, 1], ids=["shuffle0", "shuffle1"])
+def shuffled_context(request, data):
+    train, test = data
+    # The models learned the real task (their predictions follow the unshuffled labels), so
+    # against the shuffled gold labels they are right at chance on every group.
+    preds = [_predictions(test, "model_a", 0.2, 0), _predictions(test, "model_b", 0.4, 1)]
+    s_train, s_test = _shuffled(train, 10 + request.param), _shuffled(test, 20 + request.param)
+    preds = [
+        align_predictions(dict(zip(p.ids, p.values, strict=True)), s_test, name=p.name)
+        for p in preds
+    ]
+    return RunContext(s_train, s_test, predictions=preds, progress=False)
+
+
+@pytest.mark.parametrize("name", ANALYSES)
+def test_shuffled_labels_never_give_a_finding(name, shuffled_context):
+    """A verdict is a claim: with labels permuted there is nothing to find, so no analysis
+    may report a MODERATE or HIGH finding (LOW stays possible at the tests' alpha)."""
+    analysis = _make(name, random_state=0)
+    if analysis.unmet(shuffled_context):
+        pytest.skip(f"{name}: {analysis.unmet(shuffled_context)}")
+    head = analysis.run(context=_fresh(shuffled_context)).headline
+    assert head["severity"] not in ("moderate", "high"), head
+
+
+@pytest.mark.parametrize("name", ANALYSES)
+def test_a_severity_rests_on_an_interval_or_a_null_test(name, context):
+    """Severities other than ``info`` come with the evidence they rest on."""
+    head = _make(name).run(context=_fresh(context)).headline
+    evidence = head["evidence"]
+    if head["severity"] in ("low", "moderate", "high"):
+        assert evidence["basis"] in ("interval", "null_test", "interval+null_test"), head
+    if evidence["interval"] is not None:
+        lo, hi = evidence["interval"]
+        assert lo <= hi
+    if head["inconclusive"]:
+        assert "inconclusive" in head["verdict"]
 
 
 @pytest.mark.parametrize("name", ANALYSES)

@@ -21,7 +21,7 @@ from spurious.cli.amplify import amplify
 from spurious.cli.audit import audit, run_command
 from spurious.cli.bias import bias, resample
 from spurious.cli.fairness import fairness
-from spurious.cli.info import list_analyses, list_detectors, report
+from spurious.cli.info import list_analyses, list_detectors, report, schema
 from spurious.cli.leakage import demo, leakage
 from spurious.cli.train import train
 from spurious.exceptions import SpuriousError
@@ -75,6 +75,7 @@ for _command in (
     report,
     list_analyses,
     list_detectors,
+    schema,
 ):
     main.add_command(_command)
 

@@ -35,6 +35,19 @@ def parse_set(items: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def fail_on_option(f: Any) -> Any:
+    """``--fail-on LEVEL``: the CI gate (exit 3 when a finding reaches LEVEL)."""
+    return click.option(
+        "--fail-on",
+        "fail_on",
+        type=click.Choice(["low", "moderate", "medium", "high"], case_sensitive=False),
+        default=None,
+        help="CI gate: exit with status 3 when any finding reaches this severity (medium = "
+        "moderate); the findings are printed. Status 1 (an analysis failed) and 2 (bad "
+        "input) take precedence. Severities rest on 95% intervals or null tests.",
+    )(f)
+
+
 @click.command()
 @options.data_argument()
 @click.argument("extra_predictions", nargs=-1, type=options.INPUT_FILE)
@@ -73,6 +86,7 @@ def parse_set(items: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     "Set one parameter of one analysis, repeatable (e.g. --set aflite.n_partitions=32)."
 )
 @options.seed_option()
+@fail_on_option
 @options.out_option("audit")
 def audit(
     data: Path,
@@ -90,6 +104,7 @@ def audit(
     skip: tuple[str, ...],
     overrides: tuple[str, ...],
     seed: int,
+    fail_on: str | None,
     out: Path | None,
     force: bool,
 ) -> None:
@@ -106,6 +121,7 @@ def audit(
       spurious audit dev.jsonl --task nli --quick
       spurious audit train.jsonl --task nli --eval dev.jsonl --out runs/audit
       spurious audit dev-v1.1.json --task qa --predictions preds/*.json
+      spurious audit dev.jsonl --task nli --quick --fail-on moderate   # CI gate
     """
     from spurious.runner import audit_plan
 
@@ -148,7 +164,13 @@ def audit(
         before_run=intro,
         force=force,
     )
-    output.finish(run)
+    output.finish(run, fail_on=_level(fail_on))
+
+
+def _level(fail_on: str | None) -> str | None:
+    from spurious.gate import normalise_level
+
+    return None if fail_on is None else normalise_level(fail_on)
 
 
 @click.command("run")
@@ -159,8 +181,9 @@ def audit(
     type=click.Path(path_type=Path, exists=True),
     required=True,
 )
+@fail_on_option
 @options.out_option("run")
-def run_command(config_path: Path, out: Path | None, force: bool) -> None:
+def run_command(config_path: Path, fail_on: str | None, out: Path | None, force: bool) -> None:
     """Run (or re-run) the analyses a config describes.
 
     A run directory's manifest.json holds its config, so this reproduces a run: same
@@ -180,4 +203,4 @@ def run_command(config_path: Path, out: Path | None, force: bool) -> None:
         on_result=output.result_line,
         force=force,
     )
-    output.finish(run)
+    output.finish(run, fail_on=_level(fail_on))

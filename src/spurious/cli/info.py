@@ -61,3 +61,37 @@ def list_analyses() -> None:
 def list_detectors(ctx: click.Context) -> None:
     """Same as ``spurious analyses`` (the earlier name)."""
     ctx.invoke(list_analyses)
+
+
+@click.command("schema")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Write every schema below this folder (headline, result, metrics/<analysis>); "
+    "without it, print the schema of one analysis' metrics (or all of them) as JSON.",
+)
+@click.argument("analysis", required=False)
+def schema(out: Path | None, analysis: str | None) -> None:
+    """The JSON Schemas of what a run writes (result.json, metrics.json, headlines).
+
+    A CI job can validate `<run>/<analysis>/metrics.json` and `result.json` against them
+    instead of guessing key names; the same files ship in the package
+    (spurious/schemas/v1/).
+
+    \b
+    Examples:
+      spurious schema partial_input          # metrics.json of one analysis
+      spurious schema --out schemas/         # every schema, as files
+    """
+    import json
+
+    from spurious.analysis import get_analysis
+    from spurious.schema import all_schemas, metrics_schema, write_schemas
+
+    if out is not None:
+        for path in write_schemas(out):
+            click.echo(str(path))
+        return
+    doc = metrics_schema(get_analysis(analysis)) if analysis else all_schemas()
+    click.echo(json.dumps(doc, indent=2, sort_keys=True))

@@ -65,16 +65,34 @@ def outputs(run: Any) -> None:
         click.echo(f"results: {run.out}/<analysis>/metrics.json, scores.parquet")
 
 
-def exit_status(run: Any) -> None:
-    """Exit 1 when an analysis failed (the results of the others are written)."""
+def exit_status(run: Any, fail_on: str | None = None) -> None:
+    """Exit 1 when an analysis failed (the results of the others are written); with
+    ``fail_on``, exit 3 when a finding reaches that severity (the CI gate)."""
+    from spurious.gate import run_findings
+    from spurious.schema import GATE_EXIT_CODE
+
     failed = [n for n, r in run.results.items() if r.status == "failed"]
     for n in failed:
         click.secho(f"error: {n}: {run.results[n].error}", fg="red", err=True)
+    gated = run_findings(run.results, fail_on) if fail_on else []
+    for n, head in gated:
+        click.secho(
+            f"gate: {n}: {head.get('severity')} (--fail-on {fail_on}): "
+            f"{head.get('verdict') or ''} {head.get('text') or ''}".rstrip(),
+            fg="red",
+            err=True,
+        )
     if failed:
         sys.exit(1)
+    if gated:
+        sys.exit(GATE_EXIT_CODE)
+    if fail_on:
+        click.echo(f"gate: no finding at or above {fail_on}")
 
 
-def finish(run: Any, main: str | None = None, table: Any = None) -> None:
+def finish(
+    run: Any, main: str | None = None, table: Any = None, fail_on: str | None = None
+) -> None:
     """After a run: the main result's line and table, the summary, the outputs, the exit code.
 
     ``main`` names the result whose line (if not printed already) and ``table`` (a
@@ -88,4 +106,4 @@ def finish(run: Any, main: str | None = None, table: Any = None) -> None:
             table(res)
     summary_table(run.results)
     outputs(run)
-    exit_status(run)
+    exit_status(run, fail_on)
