@@ -223,6 +223,9 @@ class Analysis(BaseEstimator):
         ``spurious audit`` parameter sets by profile name (``"quick"``, ``"full"``).
     in_audit : bool
         Whether ``spurious audit`` runs it when its requirements are met.
+    audit_order : int
+        Where ``spurious audit`` runs it (lower first, then by name): model-free, cheap
+        analyses that need no trained model come first, so their findings lead the report.
     verdict_scale : VerdictScale or None
         Thresholds that turn the headline effect into a severity and a verdict.
     """
@@ -236,6 +239,7 @@ class Analysis(BaseEstimator):
     fast_params: ClassVar[dict[str, Any]] = {}
     profiles: ClassVar[dict[str, dict[str, Any]]] = {}
     in_audit: ClassVar[bool] = True
+    audit_order: ClassVar[int] = 50
     verdict_scale: ClassVar[VerdictScale | None] = None
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {}
 

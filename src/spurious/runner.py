@@ -805,7 +805,9 @@ def audit_plan(
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
     shared: Mapping[str, Any] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """``{name: params}`` of every analysis ``spurious audit`` runs, in registry order.
+    """``{name: params}`` of every analysis ``spurious audit`` runs, in run order.
+
+    Run order is each class' ``audit_order`` (model-free analyses first), then the name.
 
     Every registered analysis with ``in_audit`` is planned; whether its requirements are
     met is decided at run time (unmet -> skipped with the reason). ``shared`` parameters
@@ -817,7 +819,8 @@ def audit_plan(
     for name in [*only, *skip, *(overrides or {})]:
         registry.get(name)  # unknown names fail early, listing the known ones
     plan: dict[str, dict[str, Any]] = {}
-    for name, cls in registry.items():
+    ordered = sorted(registry.items(), key=lambda item: (item[1].audit_order, item[0]))
+    for name, cls in ordered:
         if (only and name not in only) or name in skip or not (cls.in_audit or name in only):
             continue
         own = cls().get_params(deep=False)
