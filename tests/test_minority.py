@@ -11,10 +11,12 @@ from spurious.context import RunContext
 from spurious.data.synthetic import make_nli_artifacts
 from spurious.detectors.minority import (
     MinorityExamples,
+    choose_rule,
     find_minority_examples,
     homogeneity_stats,
     label_counts,
     minority_labels,
+    purity_null,
 )
 from spurious.exceptions import DetectorError, ParameterError
 from spurious.models.clustering import (
@@ -216,7 +218,12 @@ def test_planted_cue_clusters_into_a_contradiction_cluster(split):
     a cluster whose majority is the cue's label: they are biased, the others mostly not."""
     train, test = split
     res = MinorityExamples(
-        features="bow", view="hypothesis_only", clustering="ward", n_clusters=4, task_epochs=0
+        features="bow",
+        view="hypothesis_only",
+        clustering="ward",
+        n_clusters=4,
+        task_epochs=0,
+        minority_rule="not_majority",
     ).run(train, test)
     has_cue = train.frame["hypothesis"].str.contains("Nobody").to_numpy()
     ctx = RunContext(train, test, progress=False)
@@ -345,3 +352,109 @@ def test_task_model_makes_the_clusters_label_aware(split):
     assert tuned.info["task_model"]["epochs"] == 10
     with pytest.raises(ParameterError, match="'task_epochs'"):
         find_minority_examples(X, train.labels, task_epochs=-1)
+
+
+# ---------------------------------------------------------------------------------------
+# Footnote 10's switch and the purity test (issue 19 item 10)
+# ---------------------------------------------------------------------------------------
+def test_choose_rule_switches_above_forty_percent_by_hand():
+    # 8 of 20 marked by "all but the majority": exactly 40% is not "more than 40%".
+    assert choose_rule([[6, 2, 2], [6, 2, 2]]) == ("not_majority", pytest.approx(0.4))
+    # 9 of 20: 45% > 40%.
+    assert choose_rule([[5, 3, 2], [6, 2, 2]]) == ("least_frequent", pytest.approx(0.45))
+    assert choose_rule([[5, 3, 2]], max_share=0.6)[0] == "not_majority"
+    assert choose_rule([[5, 3, 2]], "not_majority")[0] == "not_majority"
+    with pytest.raises(ParameterError, match="'rule' argument"):
+        choose_rule([[1, 1]], "rarest")
+
+
+def test_auto_rule_switches_when_marking_exceeds_forty_percent():
+    """Labels unrelated to the blobs: 'all but the majority' marks ~60%, so footnote 10's
+    rule applies and the marks are exactly those of least_frequent."""
+    X, _ = _blobs(40, seed=2)
+    y = np.random.default_rng(0).integers(0, 3, size=len(X))
+    auto = find_minority_examples(X, y, method="ward", n_clusters=4, minority_rule="auto")
+    least = find_minority_examples(
+        X, y, method="ward", n_clusters=4, minority_rule="least_frequent"
+    )
+    both = find_minority_examples(X, y, method="ward", n_clusters=4, minority_rule="not_majority")
+    assert both.train_anti_biased.mean() > 0.4
+    assert auto.info["minority_rule"]["used"] == "least_frequent"
+    assert auto.info["minority_rule"]["switched"] is True
+    assert auto.info["minority_rule"]["not_majority_share_train"] == pytest.approx(
+        both.train_anti_biased.mean()
+    )
+    assert auto.train_anti_biased.tolist() == least.train_anti_biased.tolist()
+    assert auto.train_anti_biased.mean() < both.train_anti_biased.mean()
+
+
+def test_auto_rule_keeps_sec3_rule_below_forty_percent():
+    X, y0 = _blobs(40)
+    y, planted = _plant(y0, 40)
+    out = find_minority_examples(X, y, method="ward", n_clusters=4, minority_rule="auto")
+    assert out.info["minority_rule"]["used"] == "not_majority"
+    assert out.info["minority_rule"]["switched"] is False
+    assert np.flatnonzero(out.train_anti_biased).tolist() == planted.tolist()
+
+
+def test_purity_null_detects_planted_clusters_and_not_shuffled_labels():
+    clusters = np.repeat([0, 1, 2, 3], 50)
+    y = np.repeat([0, 1, 2, 0], 50)
+    y[::10] = (y[::10] + 1) % 3  # 10% minority per cluster
+    planted = purity_null(clusters, y, 4, 3, n_permutations=199, random_state=0)
+    assert planted["purity"] == pytest.approx(0.9)
+    assert planted["purity_p_value"] == pytest.approx(1 / 200)
+    assert planted["purity_excess"] > 0.3
+    p_values = [
+        purity_null(clusters, np.random.default_rng(s).permutation(y), 4, 3, n_permutations=199)[
+            "purity_p_value"
+        ]
+        for s in range(20)
+    ]
+    # Under the null the p-value is uniform: about 1 in 20 below 0.05, never most of them.
+    assert np.mean(np.array(p_values) <= 0.05) <= 0.2
+    assert np.median(p_values) > 0.2
+
+
+def _shuffled(ds, seed):
+    from spurious.data import Dataset
+
+    frame = ds.frame.drop(columns=["label_id"]).copy()
+    frame["label"] = np.random.default_rng(seed).permutation(frame["label"].to_numpy())
+    return Dataset.from_frame(frame, ds.task, label_names=ds.label_names)
+
+
+def test_shuffled_labels_switch_rule_and_warn_about_purity(split):
+    """Clusters of a label-agnostic representation with shuffled labels: the footnote 10
+    switch applies, the purity warning is raised, and both reach the report."""
+    train, test = split
+    s_train, s_test = _shuffled(train, 1), _shuffled(test, 2)
+    res = MinorityExamples(features="bow", clustering="ward", task_epochs=0).run(s_train, s_test)
+    m = res.metrics
+    assert m["not_majority_share_train"] > 0.4
+    assert m["least_frequent_rule"] == 1.0
+    assert res.details["minority_rule"]["used"] == "least_frequent"
+    assert m["anti_biased_fraction_train"] < m["not_majority_share_train"]
+    notes = " ".join(res.details["notes"])
+    assert "footnote 10" in notes and "barely beats" in notes
+    assert m["purity_p_value"] > 0.05
+    head = res.headline
+    assert head["severity"] == "info"
+    assert head["evidence"]["basis"] == "null_test"
+    assert head["evidence"]["p_value"] == pytest.approx(m["purity_p_value"])
+    assert "least-frequent rule" in head["text"] and "base rate" in head["text"]
+    html = str(build_section(res).html_body)
+    assert "footnote 10" in html and "Cluster purity" in html
+
+
+def test_planted_clusters_keep_sec3_rule_without_warning(split):
+    train, test = split
+    res = MinorityExamples(
+        features="bow", view="hypothesis_only", clustering="ward", n_clusters=4, task_epochs=0
+    ).run(train, test)
+    m = res.metrics
+    assert m["purity_p_value"] < 0.01 and m["purity_excess"] > 0.05
+    assert not any("barely beats" in n for n in res.details["notes"])
+    assert m["weighted_majority_share"] - m["base_majority_share"] == pytest.approx(
+        m["purity_gain"]
+    )

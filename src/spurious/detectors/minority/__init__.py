@@ -6,7 +6,8 @@ the others are *minority examples*, *anti-biased* (Sec. 3). Evaluation examples 
 the cluster of their nearest training neighbour (Euclidean) and are anti-biased iff their
 label is not that cluster's majority label. Footnote 10's variant (used for ANLI and
 WANLI, where "all but the majority" marked over 40% of the training set) marks only the
-cluster's *least frequent* label.
+cluster's *least frequent* label; ``minority_rule="auto"`` (the default) applies that
+switch whenever "all but the majority" would mark more than 40%.
 
 The clustering (App. C.1-C.2) is one DeepCluster iteration (Caron et al. 2018): cluster
 the representation into m pseudo-labels, train a fresh model on them for one epoch,
@@ -43,21 +44,27 @@ from spurious.detectors.minority.clustering import (
     find_minority_examples,
 )
 from spurious.detectors.minority.labels import (
+    AUTO_SWITCH_SHARE,
     MINORITY_SHARE_CUT,
     RULES,
+    choose_rule,
     homogeneity_stats,
     label_counts,
     minority_labels,
+    purity_null,
 )
 
 __all__ = [
+    "AUTO_SWITCH_SHARE",
     "METHODS",
     "MINORITY_SHARE_CUT",
     "RULES",
     "MinorityClusters",
     "MinorityExamples",
+    "choose_rule",
     "find_minority_examples",
     "homogeneity_stats",
     "label_counts",
     "minority_labels",
+    "purity_null",
 ]

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from spurious.analysis import AnalysisOutput, Requirements, register_analysis
+from spurious.analysis import AnalysisOutput, Requirements, VerdictScale, register_analysis
 from spurious.context import RunContext
 from spurious.data.dataset import Dataset
 from spurious.detectors.base import Detector
@@ -23,13 +23,23 @@ from spurious.detectors.minority.clustering import (
     MinorityClusters,
     find_minority_examples,
 )
-from spurious.detectors.minority.labels import RULES, homogeneity_stats, label_counts
+from spurious.detectors.minority.labels import (
+    AUTO_SWITCH_SHARE,
+    RULES,
+    homogeneity_stats,
+    label_counts,
+    purity_null,
+)
 from spurious.exceptions import DetectorError, ParameterError
 from spurious.models.clustering import DEFAULT_EXACT_MAX_SAMPLES, DEFAULT_N_PRECLUSTERS, ROUTES
 from spurious.utils.validation import Interval, StrOptions
 from spurious.views import get_view
 
-__all__ = ["MinorityExamples"]
+__all__ = ["PURITY_WARN_GAIN", "MinorityExamples"]
+
+#: Clusters whose purity beats the label base rate by less than this (5 points) say
+#: little about the labels: the marks are then close to a random draw of each label.
+PURITY_WARN_GAIN = 0.05
 
 
 @register_analysis
@@ -57,9 +67,16 @@ class MinorityExamples(Detector):
         pseudo-label.
     pseudo_clustering : {"kmeans", "ward"}, default="kmeans"
         How the pseudo-labels are found (DeepCluster: k-means; paper 002 App. C.2: Ward).
-    minority_rule : {"not_majority", "least_frequent"}, default="not_majority"
+    minority_rule : {"auto", "not_majority", "least_frequent"}, default="auto"
         Minority labels of a cluster: every label but the majority (Sec. 3), or only the
-        least frequent (footnote 10, ANLI / WANLI).
+        least frequent (footnote 10, ANLI / WANLI). ``"auto"`` applies footnote 10's
+        rule: "not_majority" unless it marks more than ``auto_switch_share`` of the
+        training set, then "least_frequent"; the report says which was used and why.
+    auto_switch_share : float, default=0.40
+        Footnote 10's threshold for ``minority_rule="auto"``.
+    n_permutations : int, default=200
+        Label permutations over the fixed clusters for the purity test (how far the
+        clusters' majority labels beat the base rate beyond chance); 0 skips it.
     task_epochs : int, optional
         The representation clustered is that of a model trained on the task (paper 002
         clusters a fine-tuned model's [CLS]). On frozen features an MLP is trained on
@@ -99,6 +116,8 @@ class MinorityExamples(Detector):
         "examples by nearest training neighbour - paper 002 Sec. 3, App. C."
     )
     requires: ClassVar[Requirements] = Requirements(labels=True, features=True)
+    #: The minority share is induced by the clustering (footnote 7): reported, not judged.
+    verdict_scale: ClassVar[VerdictScale] = VerdictScale(0, 0, 0)
     fast_params: ClassVar[dict[str, Any]] = {"features": "bow", "n_clusters": 5}
     profiles: ClassVar[dict[str, dict[str, Any]]] = {
         "quick": {"n_preclusters": 500, "exact_max_samples": 10_000},
@@ -129,6 +148,14 @@ class MinorityExamples(Detector):
         "base_majority_share": "Fraction of training examples in the most common label.",
         "purity_gain": "weighted_majority_share - base_majority_share: how much the "
         "clusters know about the label beyond its base rate, [0, 1).",
+        "purity_null_mean": "Mean purity (weighted_majority_share) with the labels permuted "
+        "over the same clusters (n_permutations draws), [0, 1].",
+        "purity_excess": "weighted_majority_share - purity_null_mean.",
+        "purity_p_value": "Permutation p-value of the purity: (1 + #null >= observed) / (1 + B).",
+        "not_majority_share_train": "Share of training examples 'all but the majority' marks; "
+        "above auto_switch_share, minority_rule='auto' uses the least frequent label "
+        "(paper 002 footnote 10), [0, 1].",
+        "least_frequent_rule": "1 when the least-frequent-label rule was applied, else 0.",
         "homogeneity": "Homogeneity of the clusters w.r.t. the labels (scikit-learn; 1 = "
         "every cluster one label, 0 = clusters say nothing about the label), [0, 1].",
         "mean_nn_distance": "With an evaluation split: mean Euclidean distance to the "
@@ -161,6 +188,8 @@ class MinorityExamples(Detector):
         "n_pseudo_labels": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"})],
         "pseudo_clustering": [StrOptions({"kmeans", "ward"})],
         "minority_rule": [StrOptions(set(RULES))],
+        "auto_switch_share": [Interval(Real, 0, 1, closed="both")],
+        "n_permutations": [Interval(Integral, 0, None, closed="left")],
         "task_epochs": [Interval(Integral, 0, None, closed="left"), None],
         "hidden_size": [Interval(Integral, 1, None, closed="left")],
         "epochs": [Interval(Integral, 1, None, closed="left")],
@@ -184,7 +213,9 @@ class MinorityExamples(Detector):
         n_clusters: int = 10,
         n_pseudo_labels: int | str = "auto",
         pseudo_clustering: str = "kmeans",
-        minority_rule: str = "not_majority",
+        minority_rule: str = "auto",
+        auto_switch_share: float = AUTO_SWITCH_SHARE,
+        n_permutations: int = 200,
         task_epochs: int | None = None,
         hidden_size: int = 256,
         epochs: int = 1,
@@ -206,6 +237,8 @@ class MinorityExamples(Detector):
         self.n_pseudo_labels = n_pseudo_labels
         self.pseudo_clustering = pseudo_clustering
         self.minority_rule = minority_rule
+        self.auto_switch_share = auto_switch_share
+        self.n_permutations = n_permutations
         self.task_epochs = task_epochs
         self.hidden_size = hidden_size
         self.epochs = epochs
@@ -256,6 +289,7 @@ class MinorityExamples(Detector):
             "n_pseudo_labels": self.n_pseudo_labels,
             "pseudo_clustering": self.pseudo_clustering,
             "minority_rule": self.minority_rule,
+            "auto_switch_share": self.auto_switch_share,
             "task_epochs": self._task_epochs(),
             "hidden_size": self.hidden_size,
             "epochs": self.epochs,
@@ -336,6 +370,21 @@ class MinorityExamples(Detector):
             "n_anti_biased_train": float(res.train_anti_biased.sum()),
             "anti_biased_fraction_train": float(res.train_anti_biased.mean()),
         }
+        rule = res.info["minority_rule"]
+        metrics["not_majority_share_train"] = float(rule["not_majority_share_train"])
+        metrics["least_frequent_rule"] = float(rule["used"] == "least_frequent")
+        if self.n_permutations:
+            null = purity_null(
+                res.train_clusters,
+                train.labels,
+                res.counts.shape[0],
+                train.n_classes,
+                n_permutations=self.n_permutations,
+                random_state=self.random_state,
+            )
+            for key in ("purity_null_mean", "purity_excess", "purity_p_value"):
+                metrics[key] = null[key]
+        notes = self._notes(metrics, rule)
         if "task_model" in res.info:
             metrics["task_model_accuracy"] = float(res.info["task_model"]["train_accuracy"])
         if self.clustering == "deepcluster":
@@ -385,7 +434,8 @@ class MinorityExamples(Detector):
             "view": view,
             "features": self.features,
             "method": res.info,
-            "minority_rule": self.minority_rule,
+            "minority_rule": rule,
+            "notes": notes,
             "clusters": self._cluster_table(res, names, evald),
             "comparison": comparison,
             "examples": self._examples(res, scored, clusters, anti, names),
@@ -398,8 +448,8 @@ class MinorityExamples(Detector):
         if evald is not None:
             summary += f" and {metrics['anti_biased_fraction_eval']:.1%} of {which}"
         summary += (
-            f" examples are minority examples; clusters' mean minority share "
-            f"{stats['mean_minority_share']:.1%}"
+            f" examples are minority examples ({rule['used'].replace('_', '-')} rule); "
+            f"clusters' mean minority share {stats['mean_minority_share']:.1%}"
         )
         return AnalysisOutput(
             scores=scores,
@@ -408,6 +458,28 @@ class MinorityExamples(Detector):
             details=details,
             marks=pd.concat(marks, ignore_index=True),
         )
+
+    def _notes(self, metrics: dict[str, float], rule: dict[str, Any]) -> list[str]:
+        """What a reader must know before using the marks: the rule switch, weak purity."""
+        notes = []
+        if rule["switched"]:
+            notes.append(
+                f"'All but the majority label' would mark {rule['not_majority_share_train']:.1%} "
+                f"of the training set (> {rule['auto_switch_share']:.0%}), so only each "
+                "cluster's least frequent label is minority (paper 002 footnote 10, as for "
+                "ANLI and WANLI); set minority_rule='not_majority' to keep Sec. 3's rule."
+            )
+        gain = metrics["purity_gain"]
+        p = metrics.get("purity_p_value")
+        if gain < PURITY_WARN_GAIN or (p is not None and p > 0.05):
+            notes.append(
+                f"Cluster purity {metrics['weighted_majority_share']:.1%} barely beats the label "
+                f"base rate {metrics['base_majority_share']:.1%} (gain {gain:+.1%}"
+                + ("" if p is None else f", permutation p = {p:.3g}")
+                + "): the clusters say little about the labels, so the minority examples are "
+                "close to a random draw of the non-majority labels."
+            )
+        return notes
 
     def _cluster_table(
         self, res: MinorityClusters, names: np.ndarray, evald: Dataset | None
@@ -470,20 +542,39 @@ class MinorityExamples(Detector):
         return out
 
     def headline(self, result: Any) -> dict[str, Any]:
-        """Share of minority (anti-biased) examples, and how label-homogeneous clusters are."""
+        """Share of minority (anti-biased) examples; purity against its permutation null.
+
+        The severity stays ``"info"``: the minority share is induced by the clustering
+        (paper 002 footnote 7) and is not a shortcut measure. The evidence records the
+        permutation test of the clusters' purity over the label base rate.
+        """
         m = result.metrics
+        details = result.details or {}
+        rule = (details.get("minority_rule") or {}).get("used", "not_majority")
         train = m.get("anti_biased_fraction_train", float("nan"))
         text = f"{train:.1%} of training examples are minority examples of their cluster"
         if "anti_biased_fraction_eval" in m:
             text += f" ({m['anti_biased_fraction_eval']:.1%} of evaluation examples)"
-        text += f"; clusters' mean minority share {m.get('mean_minority_share', float('nan')):.1%}"
-        return {
-            "label": "minority examples",
-            "value": train,
-            "text": text,
-            "verdict": "anti-biased split available for bias amplification (paper 002)",
-            "severity": "info",
-        }
+        text += (
+            f" by the {rule.replace('_', '-')} rule; cluster purity "
+            f"{m.get('weighted_majority_share', float('nan')):.1%} vs label base rate "
+            f"{m.get('base_majority_share', float('nan')):.1%}"
+        )
+        verdict = "anti-biased split available for bias amplification (paper 002)"
+        if details.get("notes"):
+            verdict += "; " + " ".join(details["notes"])
+        head = self.verdict_scale.headline(
+            "minority examples",
+            train,
+            text,
+            p_value=m.get("purity_p_value"),
+            null="labels permuted over the same clusters",
+            measured="cluster purity (share of examples in their cluster's majority label) "
+            "against the label base rate",
+            severity="info",
+        )
+        head["verdict"] = verdict
+        return head
 
 
 def _marks(dataset: Dataset, split: str, anti: np.ndarray) -> pd.DataFrame:

@@ -16,7 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from spurious.detectors.minority.labels import label_counts, minority_labels
+from spurious.detectors.minority.labels import (
+    AUTO_SWITCH_SHARE,
+    choose_rule,
+    label_counts,
+    minority_labels,
+)
 from spurious.exceptions import ParameterError
 from spurious.models.clustering import (
     DEFAULT_EXACT_MAX_SAMPLES,
@@ -113,6 +118,7 @@ def find_minority_examples(
     n_pseudo_labels: int | str = "auto",
     pseudo_clustering: str = "kmeans",
     minority_rule: str = "not_majority",
+    auto_switch_share: float = AUTO_SWITCH_SHARE,
     task_epochs: int = 0,
     hidden_size: int = 256,
     epochs: int = 1,
@@ -147,8 +153,13 @@ def find_minority_examples(
         m; ``"auto"`` = :func:`~spurious.models.clustering.auto_n_pseudo_labels`.
     pseudo_clustering : {"kmeans", "ward"}, default="kmeans"
         How the pseudo-labels are found (App. C.2 used Ward).
-    minority_rule : {"not_majority", "least_frequent"}, default="not_majority"
-        See :func:`minority_labels`.
+    minority_rule : {"not_majority", "least_frequent", "auto"}, default="not_majority"
+        See :func:`minority_labels`; ``"auto"`` switches to ``"least_frequent"`` when
+        ``"not_majority"`` would mark more than ``auto_switch_share`` of the training
+        examples (paper 002 footnote 10; :func:`choose_rule`). ``info["minority_rule"]``
+        records the rule used and the share that decided it.
+    auto_switch_share : float, default=0.40
+        The threshold of ``"auto"``.
     task_epochs : int, default=0
         Above 0: first train an MLP on the *task labels* for this many epochs and
         cluster its hidden layer (the stand-in for paper 002's model fine-tuned on the
@@ -306,7 +317,15 @@ def find_minority_examples(
             }
             bar.update()
             counts = label_counts(clusters, y, int(n_clusters), k_classes)
-            minority = minority_labels(counts, minority_rule)
+            used, share = choose_rule(counts, minority_rule, auto_switch_share)
+            info["minority_rule"] = {
+                "requested": minority_rule,
+                "used": used,
+                "not_majority_share_train": share,
+                "auto_switch_share": float(auto_switch_share),
+                "switched": minority_rule == "auto" and used != "not_majority",
+            }
+            minority = minority_labels(counts, used)
             out = MinorityClusters(
                 train_clusters=clusters,
                 train_anti_biased=minority[clusters, y],

@@ -144,7 +144,28 @@ def _stats(m: Mapping[str, Any], details: Mapping[str, Any]) -> Markup:
         )
     if "homogeneity" in m:
         stats.append(Stat("Label homogeneity", metric_cell(m, "homogeneity"), "1 = pure"))
+    if "weighted_majority_share" in m and "base_majority_share" in m:
+        p = finite(m.get("purity_p_value"))
+        note = f"label base rate {m['base_majority_share']:.1%}"
+        if p is not None:
+            note += f"; permutation p = {p:.3g}"
+        stats.append(Stat("Cluster purity", m["weighted_majority_share"], note, "percent"))
     return stat_block(stats)
+
+
+def _rule_name(rule: Any) -> str:
+    """The rule used: a dict (``details["minority_rule"]``) or, in older results, a name."""
+    return str(rule.get("used") if isinstance(rule, Mapping) else rule or "not_majority")
+
+
+def _notes(details: Mapping[str, Any]) -> Markup:
+    notes = [str(n) for n in details.get("notes") or [] if n]
+    if not notes:
+        return Markup("")
+    return render_fragment(
+        '{% for n in notes %}<p class="note"><strong>Note:</strong> {{ n }}</p>{% endfor %}',
+        notes=notes,
+    )
 
 
 def _cluster_table(details: Mapping[str, Any]) -> Markup:
@@ -169,7 +190,7 @@ def _cluster_table(details: Mapping[str, Any]) -> Markup:
         if has_eval:
             row += [r.get("n_eval"), r.get("n_minority_eval")]
         rows.append(row)
-    rule = details.get("minority_rule")
+    rule = _rule_name(details.get("minority_rule"))
     rule_text = (
         "every label but the majority (paper 002 Sec. 3)"
         if rule != "least_frequent"
@@ -296,6 +317,7 @@ def minority_section(result: Result) -> Section:
     examples = _examples(details)
     return result_section(
         result,
+        _notes(details),
         _stats(m, details),
         figure_block(figures),
         _comparison(details),
