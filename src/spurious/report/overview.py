@@ -103,6 +103,10 @@ class Finding:
         One of :data:`SEVERITIES`.
     value : float or None
         The headline number.
+    evidence : str
+        What the severity rests on, in words (an interval, a test against a null).
+    inconclusive : bool
+        The interval spans more than one severity at this size.
     """
 
     name: str
@@ -112,6 +116,8 @@ class Finding:
     verdict: str = ""
     severity: str = "info"
     value: float | None = None
+    evidence: str = ""
+    inconclusive: bool = False
 
     @property
     def icon(self) -> str:
@@ -204,7 +210,37 @@ def finding_for(entry: ReportEntry) -> Finding:
         verdict=text("verdict"),
         severity=severity if severity in SEVERITIES else "info",
         value=finite(head.get("value")),
+        evidence=evidence_text(head.get("evidence")),
+        inconclusive=bool(head.get("inconclusive")),
     )
+
+
+def evidence_text(evidence: Any) -> str:
+    """What a verdict rests on, in words (empty for results that predate evidence).
+
+    Examples
+    --------
+    >>> evidence_text({"basis": "interval+null_test", "interval": [0.1, 0.3],
+    ...                "p_value": 0.001, "null": "shuffled labels", "measured": "x"})
+    'evidence: 95% interval [0.1, 0.3]; p=0.001 against shuffled labels'
+    >>> evidence_text({"basis": "point", "interval": None, "p_value": None})
+    'evidence: a point estimate only (not judged)'
+    """
+    if not isinstance(evidence, Mapping):
+        return ""
+    parts = []
+    interval = evidence.get("interval")
+    if isinstance(interval, list | tuple) and len(interval) == 2:
+        lo, hi = (finite(v) for v in interval)
+        if lo is not None and hi is not None:
+            parts.append(f"95% interval [{lo:.3g}, {hi:.3g}]")
+    p = finite(evidence.get("p_value"))
+    if p is not None:
+        null = evidence.get("null") or "the null"
+        parts.append(f"p={p:.3g} against {null}")
+    if not parts and evidence.get("basis") == "point":
+        return "evidence: a point estimate only (not judged)"
+    return "evidence: " + "; ".join(parts) if parts else ""
 
 
 def build_overview(
@@ -285,6 +321,7 @@ _OVERVIEW = """
 </div>
 {% if f.verdict %}<p class="finding-verdict">{{ f.verdict }}</p>{% endif %}
 {% if f.text %}<p class="finding-text">{{ f.text }}</p>{% endif %}
+{% if f.evidence %}<p class="finding-evidence muted">{{ f.evidence }}{% if f.inconclusive %} &middot; inconclusive at this size{% endif %}</p>{% endif %}
 <p class="finding-more">{{ f.name }}{% if f.anchor %} &middot; <a href="#{{ f.anchor }}">details</a>{% endif %}</p>
 </li>
 {% endfor %}
