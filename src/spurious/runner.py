@@ -67,6 +67,11 @@ INPUT_KEYS = (
     "split",
     "allow_network",
     "strict_predictions",
+    "predictions_id_field",
+    "predictions_value_field",
+    "predictions_align",
+    "predictions_kind",
+    "annotations_min_match",
 )
 #: Rows without a gold label beyond this fraction of a file stop the run (``max_dropped``).
 MAX_DROPPED_DEFAULT = 0.1
@@ -245,8 +250,14 @@ def load_inputs(inputs: Mapping[str, Any], *, progress: bool | None = None) -> R
     if inputs.get("predictions"):
         from spurious.data.predictions import load_predictions
 
-        on_missing = "error" if inputs.get("strict_predictions") else "wrong"
-        preds = [load_predictions(p, target, on_missing=on_missing) for p in inputs["predictions"]]
+        how = {
+            "on_missing": "error" if inputs.get("strict_predictions") else "wrong",
+            "id_field": inputs.get("predictions_id_field"),
+            "value_field": inputs.get("predictions_value_field"),
+            "align": inputs.get("predictions_align") or "id",
+            "kind": inputs.get("predictions_kind") or "auto",
+        }
+        preds = [load_predictions(p, target, **how) for p in inputs["predictions"]]
     attributes = read_attributes(inputs["attributes"]) if inputs.get("attributes") else None
     ctx = RunContext(
         train,
@@ -712,6 +723,10 @@ def run(
     annotations: str | os.PathLike[str] | None = None,
     field_map: Mapping[str, str] | None = None,
     format: str | None = None,
+    predictions_id_field: str | None = None,
+    predictions_value_field: str | None = None,
+    predictions_align: str = "id",
+    predictions_kind: str = "auto",
     profile: str = "full",
     seed: int = 0,
     out: str | os.PathLike[str] | None = None,
@@ -732,6 +747,11 @@ def run(
         Default: every registered analysis that ``spurious audit`` would pick.
     predictions, attributes, heuristics_train, annotations, field_map, format
         As on the command line.
+    predictions_id_field, predictions_value_field, predictions_align, predictions_kind
+        How prediction files are read (``--id-field``, ``--value-field``, ``--align``,
+        ``--prediction-kind``); see :func:`spurious.data.predictions.load_predictions`
+        (``id_field``, ``value_field``, ``align``, ``kind``). With an in-memory
+        ``data``, predictions are aligned to ``eval`` (else ``data``) the same way.
     profile : {"full", "quick"}
         Parameter profile of the analyses (see each analysis' ``profiles``).
     seed : int
@@ -756,12 +776,26 @@ def run(
     >>> r["partial_input"].metrics["delta_maj_hypothesis_only"] > 0.05
     True
     """
+    how = {
+        "id_field": predictions_id_field,
+        "value_field": predictions_value_field,
+        "align": predictions_align,
+        "kind": predictions_kind,
+    }
     in_memory = isinstance(data, Dataset)
     if in_memory:
-        ctx = RunContext(data, eval if isinstance(eval, Dataset) else None, progress=progress)
+        ev_ds = eval if isinstance(eval, Dataset) else None
+        preds = []
+        if predictions:
+            from spurious.data.predictions import load_predictions
+
+            target = ev_ds if ev_ds is not None else data
+            preds = [load_predictions(p, target, **how) for p in predictions]
+        ctx = RunContext(data, ev_ds, predictions=preds, progress=progress)
         inputs: dict[str, Any] = {"data": f"<in-memory {data.name}>", "task": data.task.name}
         if isinstance(eval, Dataset):
             inputs["eval"] = f"<in-memory {eval.name}>"
+        inputs["predictions"] = [os.fspath(p) for p in predictions]
     else:
         if data is None or task is None:
             raise ParameterError(
@@ -779,6 +813,15 @@ def run(
             "heuristics_train": None if heuristics_train is None else os.fspath(heuristics_train),
             "annotations": None if annotations is None else os.fspath(annotations),
         }
+    # Only non-default readings are recorded, so existing configs stay unchanged.
+    for key, value, default in (
+        ("predictions_id_field", predictions_id_field, None),
+        ("predictions_value_field", predictions_value_field, None),
+        ("predictions_align", predictions_align, "id"),
+        ("predictions_kind", predictions_kind, "auto"),
+    ):
+        if value != default:
+            inputs[key] = value
     spec = audit_plan(profile=profile, seed=seed) if analyses is None else analyses
     if not isinstance(spec, Mapping):
         spec = {name: {} for name in spec}

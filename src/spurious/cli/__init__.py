@@ -21,6 +21,7 @@ from spurious.cli.amplify import amplify
 from spurious.cli.audit import audit, run_command
 from spurious.cli.bias import bias, resample
 from spurious.cli.fairness import fairness
+from spurious.cli.ids import ids
 from spurious.cli.info import list_analyses, list_detectors, report, schema
 from spurious.cli.leakage import demo, leakage
 from spurious.cli.train import train
@@ -76,6 +77,7 @@ for _command in (
     list_analyses,
     list_detectors,
     schema,
+    ids,
 ):
     main.add_command(_command)
 

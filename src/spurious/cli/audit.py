@@ -63,6 +63,7 @@ def fail_on_option(f: Any) -> Any:
     "files after the first (e.g. from a shell glob) are taken too. Enables prediction bias."
 )
 @options.strict_predictions_option
+@options.prediction_file_options
 @options.file_opt(
     "--annotations",
     "Per-example annotator labels (a file with 'id' and 'annotator_labels') for the judged split.",

@@ -141,6 +141,7 @@ def _cell(bias: float | None, worse: float | None, sd: float | None = None) -> s
     default="first",
 )
 @options.strict_predictions_option
+@options.prediction_file_options
 @options.opt(
     "--no-natural",
     "Do not compute the natural (human) bias from the annotators' answers.",

@@ -50,6 +50,8 @@ def _adversaries(items: tuple[str, ...]) -> list[str] | dict[str, str]:
     "An evaluated model's predicted labels on the evaluation split (JSONL/CSV/TSV with id "
     "and prediction, or JSON {id: label}). Repeatable; files after the first are taken too."
 )
+@options.strict_predictions_option
+@options.prediction_file_options
 @options.opt(
     "--adversary",
     "A representation Phi for AFLite, weakest first (repeatable): bow | tfidf | minilm | "

@@ -214,12 +214,74 @@ def run_inputs(
             value = ctx.meta.get(f"spurious.{key}")
             if value:  # unset flags stay out of the config
                 out[key] = value
+        for key, config_key in PREDICTION_INPUTS.items():
+            value = ctx.meta.get(f"spurious.{key}")
+            if value is not None:
+                out[config_key] = value
     for key, value in paths.items():
         if key == "predictions":
             out[key] = [str(p) for p in value]
         else:
             out[key] = None if value is None else str(value)
     return out
+
+
+#: How prediction files are read: CLI option name -> ``inputs`` key of the run config.
+PREDICTION_INPUTS = {
+    "id_field": "predictions_id_field",
+    "value_field": "predictions_value_field",
+    "align": "predictions_align",
+    "prediction_kind": "predictions_kind",
+}
+
+
+def prediction_file_options(f: F) -> F:
+    """``--id-field``, ``--value-field``, ``--align`` and ``--prediction-kind``.
+
+    How every ``--predictions`` file is read; the values go to the run config's inputs
+    (:data:`PREDICTION_INPUTS`), so the commands need no parameter of their own.
+    """
+    id_field = click.option(
+        "--id-field",
+        default=None,
+        expose_value=False,
+        callback=_remember,
+        metavar="COLUMN",
+        help="Id column of the prediction files (default: id). The ids must be the data's: "
+        "its id column, or the content hashes `spurious ids DATA --task ...` lists.",
+    )
+    value_field = click.option(
+        "--value-field",
+        default=None,
+        expose_value=False,
+        callback=_remember,
+        metavar="COLUMN",
+        help="Prediction column of the prediction files (default: the first of prediction, "
+        "pred, prediction_text, answer, predicted_label, pred_label, predicted; then "
+        "correct / is_correct, probabilities / probs, or one probability column per label). "
+        "The gold column (label, gold_label) is never read unless named here.",
+    )
+    align = click.option(
+        "--align",
+        type=click.Choice(["id", "rows"]),
+        default=None,
+        expose_value=False,
+        callback=_remember,
+        help="Align predictions to the data by id (default) or by row order (rows: a file "
+        "without ids, one row per example in the data's order; the row count and any text "
+        "column the file shares with the data are checked).",
+    )
+    kind = click.option(
+        "--prediction-kind",
+        type=click.Choice(["auto", "labels", "correctness", "probabilities"]),
+        default=None,
+        expose_value=False,
+        callback=_remember,
+        help="What the prediction files hold: predicted labels (answers for QA), correctness "
+        "(0/1 per example) or probabilities (one per label). Default auto: from the column "
+        "names and values.",
+    )
+    return id_field(value_field(align(kind(f))))
 
 
 def strict_predictions_option(f: F) -> F:
