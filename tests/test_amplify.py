@@ -321,3 +321,127 @@ def test_helpers_in_the_package():
 
     assert actions.amplify is amplify
     assert Path(actions.__file__).exists()
+
+
+# ---------------------------------------------------------------------------------------
+# Evaluation on the splits (Table 1): another family by default, below-chance flags
+# ---------------------------------------------------------------------------------------
+def _marks_of(train, test, anti_train, anti_test, definition="m"):
+    return pd.concat(
+        [
+            pd.DataFrame({"id": d.ids, "split": s, "definition": definition, "anti_biased": a})
+            for d, s, a in ((train, "train", anti_train), (test, "eval", anti_test))
+        ]
+    )
+
+
+@pytest.fixture(scope="module")
+def nli_split():
+    from spurious.data.synthetic import make_nli_artifacts
+
+    return make_nli_artifacts(n=600, artifact_rate=0.8, random_state=3).dataset.split(
+        0.3, random_state=0
+    )
+
+
+def test_default_evaluator_is_not_the_fast_paths_marking_family():
+    from types import SimpleNamespace
+
+    from spurious.actions.amplify import DEFAULT_EVALUATOR, EVALUATORS, marking_family
+
+    for res in (
+        SimpleNamespace(detector="cartography", params={"features": "minilm"}),
+        SimpleNamespace(detector="minority", params={"features": "minilm"}),
+    ):
+        assert marking_family(res) == "minilm-mlp"
+        assert EVALUATORS[DEFAULT_EVALUATOR].family != marking_family(res)
+    assert marking_family(SimpleNamespace(detector="cartography", params={"path": "finetune"})) == (
+        "finetune"
+    )
+
+
+def test_a_label_removed_from_biased_training_scores_zero_and_is_flagged(nli_split):
+    """Planted: every training example of label 0 is anti-biased, so the biased split has
+    no label 0 and its model never predicts it; the anti-biased test is label 0 only."""
+    from spurious.actions.amplify import evaluate_amplified
+
+    train, test = nli_split
+    amp = amplify(train, test, _marks_of(train, test, train.labels == 0, test.labels == 0))
+    out = evaluate_amplified(amp, evaluator="bow-logreg", seeds=(1, 2), n_bootstrap=200)
+    e = out["definitions"]["m"]
+    assert e["biased"]["mean"] == 0.0 and e["biased"]["ci_high"] == 0.0
+    assert e["n_test_anti_biased"] == int((test.labels == 0).sum())
+    assert e["full"]["mean"] > 0.5  # the full model has label 0 examples to learn from
+    assert e["drop_biased_minus_random"]["ci_high"] < -0.3
+    assert e["drop_biased_minus_random"]["mean"] == pytest.approx(
+        e["biased"]["mean"] - e["random"]["mean"]
+    )
+    assert "biased" in e["below_chance"] and "full" not in e["below_chance"]
+    assert out["chance"] == pytest.approx(1 / 3)
+    for key in ("full", "random", "biased"):
+        s = e[key]
+        assert s["ci_low"] - 1e-12 <= np.mean(s["per_seed"]) <= s["ci_high"] + 1e-12
+    curve = e["reinsertion_curve"]
+    assert curve["fraction"][0] == 0.0 and curve["fraction"][-1] == 1.0
+    assert curve["accuracy"][0] == e["biased"]["mean"]
+
+
+def test_random_marks_give_no_drop(nli_split):
+    """Control: anti-biased examples drawn at random make train.biased another random
+    subset, so biased and random training score alike on them."""
+    from spurious.actions.amplify import evaluate_amplified
+
+    train, test = nli_split
+    rng = np.random.default_rng(0)
+    amp = amplify(
+        train,
+        test,
+        _marks_of(train, test, rng.random(len(train)) < 0.3, rng.random(len(test)) < 0.3),
+    )
+    e = evaluate_amplified(amp, evaluator="bow-logreg", seeds=(1, 2, 3), reinsertion=False)[
+        "definitions"
+    ]["m"]
+    assert abs(e["drop_biased_minus_random"]["mean"]) < 0.08
+    assert e["below_chance"] == []
+
+
+def test_evaluating_with_the_marking_family_is_noted_and_below_chance_flagged(nli_split):
+    """Marks = the examples a bow MLP gets wrong: the same family scores below chance on
+    them even when trained on everything, and the result says why."""
+    from types import SimpleNamespace
+
+    from spurious.actions.amplify import evaluate_amplified
+    from spurious.context import RunContext
+    from spurious.models.dynamics import probe_dynamics
+
+    train, test = nli_split
+    ctx = RunContext(train, test, progress=False)
+    X_tr, X_ev = (
+        ctx.features("bow", "full", split="train"),
+        ctx.features("bow", "full", split="eval"),
+    )
+    frame = probe_dynamics(X_tr, train.labels, X_ev, test.labels, epochs=10, random_state=1)
+    last = frame[frame["epoch"] == frame["epoch"].max()]
+    wrong = {s: ~last[last.split == s].sort_values("id", key=lambda c: c.astype(int))[
+        "correct"
+    ].to_numpy() for s in ("train", "eval")}  # fmt: skip
+    amp = amplify(train, test, _marks_of(train, test, wrong["train"], wrong["eval"]))
+    amp.results = {"m": SimpleNamespace(detector="minority", params={"features": "bow"})}
+    out = evaluate_amplified(amp, evaluator="bow-mlp", seeds=(1,), context=ctx, reinsertion=False)
+    e = out["definitions"]["m"]
+    assert e["marking_family"] == "bow-mlp" and e["same_family"]
+    assert e["full"]["mean"] < out["chance"]
+    assert "full" in e["below_chance"]
+    notes = " ".join(e["notes"])
+    assert "family that marked" in notes and "below chance" in notes
+
+
+def test_evaluate_errors_name_the_argument(nli_split):
+    from spurious.actions.amplify import evaluate_amplified
+
+    train, test = nli_split
+    amp = amplify(train, test, _marks_of(train, test, train.labels == 0, test.labels == 0))
+    with pytest.raises(ParameterError, match="'evaluator' argument must be one of"):
+        evaluate_amplified(amp, evaluator="roberta")
+    with pytest.raises(ParameterError, match="'seeds' argument"):
+        evaluate_amplified(amp, seeds=())

@@ -35,6 +35,8 @@ anti-biased marks, q-matches them (Sec. 4.1, Table 7; see that module) and align
 with the data's rows; :mod:`~spurious.actions.amplify.splits` builds the random
 baseline, the reinsertion masks and :class:`AmplifiedSplits`;
 :mod:`~spurious.actions.amplify.outputs` checks and prepares the output folder;
+:mod:`~spurious.actions.amplify.evaluate` trains and scores models on the splits (Table 1,
+Fig. 3) with a model family other than the marking one by default;
 :func:`amplify` and :func:`amplify_run` (here) tie them together.
 
 Outputs are written by :meth:`AmplifiedSplits.save`: a Hugging Face ``DatasetDict``
@@ -54,6 +56,12 @@ from typing import Any
 
 import numpy as np
 
+from spurious.actions.amplify.evaluate import (
+    DEFAULT_EVALUATOR,
+    EVALUATORS,
+    evaluate_amplified,
+    marking_family,
+)
 from spurious.actions.amplify.marks import (
     _aligned,
     _load_run_results,
@@ -77,12 +85,16 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "AMPLIFY_FORMAT_VERSION",
+    "DEFAULT_EVALUATOR",
+    "EVALUATORS",
     "REINSERT_FRACTIONS",
     "AmplifiedSplits",
     "DefinitionSplits",
     "amplify",
     "amplify_run",
     "collect_marks",
+    "evaluate_amplified",
+    "marking_family",
     "match_marks",
     "n_anti_of",
     "random_subset_mask",
