@@ -197,3 +197,32 @@ def test_report_section_renders(planted_result):
     assert section.status == "ok"
     body = str(section.html_body)
     assert "V-information" in body and "possibly mislabelled" in body
+
+
+@pytest.mark.slow
+def test_fine_tuned_path_shares_the_partial_input_models(tmp_path_factory):
+    """model='finetune': g_x is the engine's fine-tune per condition (a tiny random BERT
+    here), built once per run and shared with partial_input."""
+    from tests.conftest import make_tiny_bert
+
+    tiny = make_tiny_bert(tmp_path_factory.mktemp("tiny-bert-pvi"))
+    train, dev = make_nli_artifacts(n=160, artifact_rate=0.9, random_state=0).dataset.split(
+        0.25, random_state=0
+    )
+    finetune = {"model": tiny, "epochs": 1, "batch_size": 16, "precision": "fp32"}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPURIOUS_CACHE_DIR", str(tmp_path_factory.mktemp("finetune-cache")))
+        ctx = RunContext(train, dev, progress=False)
+        kw = {"model": "finetune", "finetune": finetune, "conditions": ["hypothesis_only"]}
+        ctx.results["partial_input"] = PartialInput(n_resamples=20, tra_examples=0, **kw).run(
+            context=ctx
+        )
+        res = PVI(n_resamples=20, **kw).run(context=ctx)
+        assert res.details["reused_partial_input"] and res.details["model"] == "finetune"
+        own = PVI(n_resamples=20, **kw).run(context=RunContext(train, dev, progress=False))
+    built = [k for k in ctx.timings if k.startswith("trained_model:")]
+    assert len(built) == 2  # full and hypothesis_only, once each
+    np.testing.assert_allclose(res.scores["pvi_full"], own.scores["pvi_full"], atol=1e-5)
+    assert np.isfinite(res.scores["pvi_hypothesis_only"]).all()
+    with pytest.raises(DetectorError, match="evaluation split"):
+        PVI(**kw).run(train, progress=False)
