@@ -172,3 +172,48 @@ def test_fine_tuned_mode_parameters_are_checked_before_any_work(nli_split):
         PartialInput(model="bert").run(train, test)
     with pytest.raises(ParameterError, match="'tra_alignment' parameter"):
         PartialInput(model="finetune", tra_alignment="left").run(train, test)
+
+
+def test_leakage_score_combines_only_the_leaking_conditions(nli_split):
+    """Issue 19 item 5: premise-only does not leak, so it must not raise the score."""
+    from sklearn.metrics import roc_auc_score
+
+    train, test = nli_split
+    res = PartialInput(n_resamples=200).run(train, test)
+    m, s = res.metrics, res.scores
+    assert m["delta_maj_premise_only_ci_low"] <= 0 < m["delta_maj_hypothesis_only_ci_low"]
+    assert res.details["leaky_conditions"] == ["hypothesis_only"]
+    assert m["n_leaky_conditions"] == 1
+    np.testing.assert_array_equal(s["partial_input_score"], s["p_gold_hypothesis_only"])
+    # The old rule (max over every partial input) ranks the planted rows worse.
+    has_cue = test.frame["hypothesis"].str.lower().str.contains("nobody").to_numpy()
+    old = np.maximum(s["p_gold_premise_only"], s["p_gold_hypothesis_only"])
+    assert roc_auc_score(has_cue, s["partial_input_score"]) >= roc_auc_score(has_cue, old)
+    # Flags come from the leaking condition only.
+    hyp_sure = s["correct_hypothesis_only"] & (s["p_gold_hypothesis_only"] >= 0.9)
+    np.testing.assert_array_equal(s["is_partial_input_issue"], hyp_sure)
+    # The headline's evidence is the Delta_maj interval against the majority guess.
+    ev = res.headline["evidence"]
+    assert ev["basis"] == "interval" and ev["null"] == "the majority guess"
+    assert ev["interval"] == pytest.approx(
+        [m["delta_maj_hypothesis_only_ci_low"], m["delta_maj_hypothesis_only_ci_high"]]
+    )
+    assert res.headline["severity"] in ("moderate", "high")
+
+
+def test_shuffled_labels_leak_nowhere_and_flag_nothing(nli_split):
+    train, test = nli_split
+    rng = np.random.default_rng(0)
+
+    def shuffled(ds: Dataset) -> Dataset:
+        frame = ds.frame.copy()
+        frame["label"] = frame["label"].to_numpy()[rng.permutation(len(frame))]
+        return Dataset.from_frame(frame, ds.task, label_names=ds.label_names)
+
+    res = PartialInput(n_resamples=200).run(shuffled(train), shuffled(test))
+    s = res.scores
+    assert res.details["leaky_conditions"] == []
+    assert not s["is_partial_input_issue"].any()
+    worst = res.details["leakiest_condition"]
+    np.testing.assert_array_equal(s["partial_input_score"], s[f"p_gold_{worst}"])
+    assert res.headline["severity"] in ("none", "low")

@@ -151,6 +151,112 @@ def test_token_relevance_of_a_model_folder(tiny_model, data):
         token_relevance(tiny_model, dev, "full", rows=[len(dev)])
 
 
+class PositionMixing(torch.nn.Module):
+    """The embedding layer scales position j by c_j (h_j = c_j e_j); logits_k =
+    sum_j mask_j A[j, k] (w . h_j). Hence, by hand:
+
+    - gold posterior w.r.t. e_j: c_j w (A[j] . q), q_k = p_g (1[k = g] - p_k);
+    - summed logits w.r.t. h_j (the authors' mode): w sum_k A[j, k].
+    """
+
+    def __init__(self, c: list[float], A: np.ndarray, vocab: int = 30, dim: int = 5):
+        super().__init__()
+        gen = torch.Generator().manual_seed(1)
+        self.emb = torch.nn.Embedding(vocab, dim)
+        torch.nn.init.normal_(self.emb.weight, generator=gen)
+        self.w = torch.randn(dim, generator=gen)
+        self.c = torch.tensor(c)
+        self.A = torch.tensor(A, dtype=torch.float32)
+
+    def get_input_embeddings(self) -> torch.nn.Module:
+        return self.emb
+
+    def forward(self, inputs_embeds, attention_mask, output_hidden_states=False):
+        width = inputs_embeds.shape[1]
+        h = inputs_embeds * self.c[:width, None]
+        s = (h @ self.w) * attention_mask
+        logits = s @ self.A[:width]
+        return type("Out", (), {"logits": logits, "hidden_states": (h,)})
+
+
+def _mixing_batch():
+    return {
+        "input_ids": torch.tensor([[5, 6, 7, 8], [9, 10, 11, 0]]),
+        "attention_mask": torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0]]),
+        "labels": torch.tensor([2, 0]),
+    }
+
+
+def test_both_relevance_modes_give_their_hand_computed_answers():
+    """Issue 19 item 13: the paper's reading and the authors' code differ in target,
+    differentiation point and the first token; each has a known answer here."""
+    c = [1.0, 3.0, 0.5, 2.0]
+    A = np.array([[1.0, -2.0, 0.5], [0.3, 0.2, 1.0], [-1.0, 0.4, 2.0], [0.7, 0.7, -0.1]])
+    model = PositionMixing(c, A).eval()
+    batch = _mixing_batch()
+    gold, p_gold = relevance_batch(model, dict(batch))
+    authors, p_gold_a = relevance_batch(model, dict(batch), mode="authors")
+    np.testing.assert_allclose(p_gold_a, p_gold)  # p_gold is the posterior in both modes
+    with torch.no_grad():
+        logits = model(model.emb(batch["input_ids"]), batch["attention_mask"]).logits
+    p = torch.softmax(logits, -1).double().numpy()
+    mask = batch["attention_mask"].numpy().astype(float)
+    for i, g in enumerate(batch["labels"].tolist()):
+        q = p[i, g] * (np.eye(3)[g] - p[i])
+        norms = np.abs(np.array(c) * (A @ q)) * mask[i]
+        np.testing.assert_allclose(gold[i], norms / norms.sum(), rtol=1e-5)
+        # Authors: |sum_k A[j, k]| on the embedding layer's output, first token dropped.
+        summed = np.abs(A.sum(axis=1)) * mask[i]
+        summed[0] = 0.0
+        np.testing.assert_allclose(authors[i], summed / summed.sum(), rtol=1e-5)
+    assert authors[:, 0].tolist() == [0.0, 0.0] and gold[:, 0].min() > 0
+    with pytest.raises(ParameterError, match="'mode' parameter"):
+        relevance_batch(model, dict(batch), mode="logits")
+
+
+def test_authors_mode_with_pad_alignment_is_the_authors_computation():
+    """Their compare_runs.py: drop token 0 of both maps, left-pad with zeros, cosine.
+    Dropping = relevance 0 at that position, so our TRA must equal theirs."""
+    A = np.random.default_rng(0).normal(size=(6, 3))
+    model = PositionMixing([1.0] * 6, A).eval()
+    full_b = {
+        "input_ids": torch.tensor([[1, 5, 6, 2, 7, 2]]),
+        "attention_mask": torch.ones(1, 6, dtype=torch.long),
+        "labels": torch.tensor([1]),
+    }
+    part_b = {
+        "input_ids": torch.tensor([[1, 7, 2]]),
+        "attention_mask": torch.ones(1, 3, dtype=torch.long),
+        "labels": torch.tensor([1]),
+    }
+    rf, pf = relevance_batch(model, full_b, mode="authors")
+    rp, pp = relevance_batch(model, part_b, mode="authors")
+    full = TokenRelevance(np.array(["x"]), [rf[0]], [np.array([-1, 0, 0, -1, 1, -1])], pf,
+                          ("premise", "hypothesis"))  # fmt: skip
+    part = TokenRelevance(np.array(["x"]), [rp[0]], [np.array([-1, 0, -1])], pp, ("hypothesis",))
+    ours = relevance_agreement(full, part, alignment="pad")[0]
+    m1, m2 = rf[0][1:], rp[0][1:]
+    m2 = np.pad(m2, (len(m1) - len(m2), 0))
+    theirs = float(m1 @ m2 / (np.linalg.norm(m1) * np.linalg.norm(m2)))
+    assert ours == pytest.approx(theirs, rel=1e-9)
+
+
+def test_authors_mode_on_a_tiny_bert_is_the_gradient_at_the_embedding_output(tiny_model, tokenizer):
+    """Independent path: the model's own forward from input_ids, hidden_states[0]."""
+    from transformers import BertForSequenceClassification
+
+    model = BertForSequenceClassification.from_pretrained(tiny_model).double().eval()
+    enc = tokenizer("a dog runs", "an animal moves", return_tensors="pt")
+    rel, _ = relevance_batch(model, {**enc, "labels": torch.tensor([1])}, mode="authors")
+    out = model(**enc, output_hidden_states=True)
+    (grad,) = torch.autograd.grad(out.logits.sum(), out.hidden_states[0])
+    norms = grad[0, 1:].norm(dim=-1).detach().numpy()
+    np.testing.assert_allclose(rel[0, 1:], norms / norms.sum(), rtol=1e-6)
+    assert rel[0, 0] == 0.0 and rel[0].sum() == pytest.approx(1.0)
+    gold, _ = relevance_batch(model, {**enc, "labels": torch.tensor([1])})
+    assert not np.allclose(gold[0, 1:] / gold[0, 1:].sum(), rel[0, 1:], rtol=1e-3)
+
+
 # -- alignment and Eq. 10 ---------------------------------------------------------------
 @pytest.mark.parametrize(("field", "text"), [("hypothesis", 1), ("premise", 0)])
 @pytest.mark.parametrize("max_length", [128, 12])
@@ -276,6 +382,15 @@ def test_partial_input_with_fine_tuned_models_and_tra(tiny_model, data, cache_di
     again = det.run(context=ctx)
     np.testing.assert_equal(again.metrics, m)
     assert [k for k in ctx.timings if k.startswith("trained_model:")] == built
+    assert res.details["tra"]["mode"] == "gold_posterior"
+    # The authors' computation on the same (reused) models: another TRA, stated as such.
+    authors = det.set_params(tra_mode="authors", tra_alignment="pad").run(context=ctx)
+    assert authors.details["tra"] | {"seconds": 0} == {
+        "n_scored": 10, "alignment": "pad", "mode": "authors", "seconds": 0
+    }  # fmt: skip
+    assert 0.0 <= authors.metrics[c] <= 1.0 and authors.metrics[c] != m[c]
+    assert [k for k in ctx.timings if k.startswith("trained_model:")] == built
+    det.set_params(tra_mode="gold_posterior", tra_alignment="tokens")
     # Without an evaluation split the fine-tuned mode is skipped, with the reason.
     assert "needs an evaluation split" in " ".join(det.unmet(RunContext(train, progress=False)))
 

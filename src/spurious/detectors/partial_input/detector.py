@@ -69,8 +69,9 @@ class PartialInput(Detector):
         Bootstrap resamples for the intervals.
     confidence : float, default=0.95
     issue_threshold : float, default=0.9
-        An example is flagged (``is_partial_input_issue``) when a partial-input probe
-        predicts its gold label with probability at least this.
+        An example is flagged (``is_partial_input_issue``) when the probe of a leaking
+        partial input (its Delta_maj interval lies above 0) predicts its gold label with
+        probability at least this.
     n_top_examples : int, default=20
         Most leaky examples kept for the report.
     random_state : int, default=0
@@ -97,6 +98,13 @@ class PartialInput(Detector):
     tra_alignment : {"tokens", "pad"}, default="tokens"
         How a partial input's token relevance is zero-padded to the full input's length
         (see :func:`spurious.models.finetune.attribution.align_to_full`).
+    tra_mode : {"gold_posterior", "authors"}, default="gold_posterior"
+        What Eq. 9 differentiates (see :mod:`spurious.models.finetune.attribution`):
+        ``"gold_posterior"``, the gold label's posterior w.r.t. the word embeddings,
+        special tokens kept (the paper's text); ``"authors"``, the summed logits w.r.t.
+        the embedding layer's output with the first token dropped (the authors' public
+        code; with ``tra_alignment="pad"`` their computation). The TRA in the summary and
+        metrics is the one of this mode.
 
     Examples
     --------
@@ -141,9 +149,11 @@ class PartialInput(Detector):
         "n_train": "Examples the probes were trained on (per fold when cross-fitting).",
         "n_eval": "Examples scored.",
         "n_issues": "Examples flagged is_partial_input_issue.",
+        "n_leaky_conditions": "Partial conditions whose Delta_maj 95% interval lies above 0 "
+        "(the ones partial_input_score combines).",
         "tra_<cond>": "TRA (Eq. 10, model='finetune'): mean cosine similarity of the full- "
-        "and partial-input models' token relevance, [0, 1]; higher = they rely on the "
-        "same tokens.",
+        "and partial-input models' token relevance (Eq. 9 as tra_mode says), [0, 1]; higher "
+        "= they rely on the same tokens.",
         "n_tra": "Evaluation examples scored for TRA.",
     }
     score_columns: ClassVar[dict[str, str]] = {
@@ -152,8 +162,11 @@ class PartialInput(Detector):
         "pred_<cond>": "Label predicted by the probe seeing <cond> (full = PSC).",
         "correct_<cond>": "Whether that prediction is the gold label.",
         "p_gold_<cond>": "Probability that probe gives the gold label, [0, 1].",
-        "partial_input_score": "Max p_gold over partial conditions; higher = more leaky.",
-        "is_partial_input_issue": "A partial-input probe gives the gold label p >= threshold.",
+        "partial_input_score": "Max p_gold over the leaking partial conditions (those whose "
+        "Delta_maj 95% interval lies above 0; none leaks: the leakiest condition's p_gold), "
+        "[0, 1]; higher = more leaky.",
+        "is_partial_input_issue": "A leaking partial condition's probe gives the gold label "
+        "with p >= issue_threshold (never set when no condition leaks).",
         "tra_<cond>": "model='finetune': token relevance agreement of the full-input and "
         "<cond> models on this example (Eq. 10), [0, 1]; NaN when not sampled.",
     }
@@ -173,6 +186,7 @@ class PartialInput(Detector):
         "finetune": [dict, None],
         "tra_examples": [Interval(Integral, 0, None, closed="left"), None],
         "tra_alignment": [StrOptions({"tokens", "pad"})],
+        "tra_mode": [StrOptions({"gold_posterior", "authors"})],
     }
 
     def __init__(
@@ -192,6 +206,7 @@ class PartialInput(Detector):
         finetune: dict[str, Any] | None = None,
         tra_examples: int | None = None,
         tra_alignment: str = "tokens",
+        tra_mode: str = "gold_posterior",
     ) -> None:
         self.features = features
         self.probe = probe
@@ -208,6 +223,7 @@ class PartialInput(Detector):
         self.finetune = finetune
         self.tra_examples = tra_examples
         self.tra_alignment = tra_alignment
+        self.tra_mode = tra_mode
 
     def validate_params(self) -> None:
         """Check constraints, and that ``features``, ``probe``, ``executor`` and
@@ -432,14 +448,15 @@ class PartialInput(Detector):
         if not comparable:
             return {}
         start = time.perf_counter()
-        full = token_relevance(
-            trained[full_view.name].model_dir, evaluate, full_view, rows=rows, progress=ctx.progress
-        )
-        out: dict[str, Any] = {"n_scored": len(rows), "alignment": self.tra_alignment}
+        kw = dict(rows=rows, progress=ctx.progress, mode=self.tra_mode)
+        full = token_relevance(trained[full_view.name].model_dir, evaluate, full_view, **kw)
+        out: dict[str, Any] = {
+            "n_scored": len(rows),
+            "alignment": self.tra_alignment,
+            "mode": self.tra_mode,
+        }
         for view in comparable:
-            part = token_relevance(
-                trained[view.name].model_dir, evaluate, view, rows=rows, progress=ctx.progress
-            )
+            part = token_relevance(trained[view.name].model_dir, evaluate, view, **kw)
             tra = relevance_agreement(full, part, alignment=self.tra_alignment)
             column = np.full(n, np.nan)
             column[rows] = tra
@@ -506,18 +523,25 @@ class PartialInput(Detector):
             scores[f"pred_{c}"] = names[preds[c]]
             scores[f"correct_{c}"] = correct[c]
             scores[f"p_gold_{c}"] = probas[c][rows, y]
-        leak = np.max(np.stack([probas[c][rows, y] for c in partial]), axis=0)
+        deltas = {c: metrics[f"delta_maj_{c}"] for c in partial}
+        worst = max(deltas, key=deltas.get)
+        # Only a partial input that leaks (its Delta_maj interval lies above 0) says which
+        # examples leak: a premise-only probe's confident guesses are the label prior and
+        # group effects, and a max over it dilutes the score (issue 19 item 5). Without a
+        # leaking condition the score ranks by the leakiest one and flags nothing.
+        leaky = [c for c in partial if metrics[f"delta_maj_{c}_ci_low"] > 0]
+        scored_by = leaky or [worst]
+        leak = np.max(np.stack([probas[c][rows, y] for c in scored_by]), axis=0)
         scores["partial_input_score"] = leak
         flagged = np.zeros(len(evaluate), dtype=bool)
-        for c in partial:
+        for c in leaky:
             flagged |= correct[c] & (probas[c][rows, y] >= self.issue_threshold)
         scores["is_partial_input_issue"] = flagged
         tra_details: dict[str, Any] = {}
         if trained and self.tra_examples != 0:
             tra_details = self._tra(ctx, views, trained, scores, metrics)
 
-        deltas = {c: metrics[f"delta_maj_{c}"] for c in partial}
-        worst = max(deltas, key=deltas.get)
+        metrics["n_leaky_conditions"] = float(len(leaky))
         metrics["n_eval"] = float(len(evaluate))
         per_fold = len(dataset) * (self.n_folds - 1) // self.n_folds
         metrics["n_train"] = float(len(dataset) if eval_dataset is not None else per_fold)
@@ -567,6 +591,8 @@ class PartialInput(Detector):
                 "label_names": list(dataset.label_names),
                 "majority_label": str(names[majority]),
                 "leakiest_condition": worst,
+                "leaky_conditions": leaky,
+                "score_conditions": scored_by,
                 "per_class_accuracy": per_class,
                 "top_examples": top_examples,
                 "featurizer": representation,
@@ -594,10 +620,16 @@ class PartialInput(Detector):
             f"{label} accuracy {m[f'accuracy_{worst}']:.2f} vs {m['majority_accuracy']:.2f} "
             f"majority (Delta_maj {delta:+.3f}, 95% CI [{low:+.3f}, {high:+.3f}])"
         )
-        # Leakage is claimed only when the interval excludes 0; its size sets the degree.
-        severity = None if low > 0 else "none"
+        # Leakage is claimed only when the interval lies above 0 (the scale's "low" starts
+        # at 0, so a lower bound <= 0 reads "none"); the lower bound sets the degree.
         return self.verdict_scale.headline(
-            "partial-input leakage", delta, text, effect=max(delta, 0.0), severity=severity
+            "partial-input leakage",
+            delta,
+            text,
+            interval=(low, high),
+            null="the majority guess",
+            measured=f"Delta_maj of the {label} probe: its accuracy minus always guessing the "
+            "majority label, with a 95% bootstrap interval over the scored examples",
         )
 
 

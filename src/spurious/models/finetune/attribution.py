@@ -11,12 +11,23 @@ e.g. hypothesis-only) "reason" alike? For every example and each model:
   input's length, its tokens at the positions they hold in the PSC input, and TRA is the
   cosine similarity of the two vectors; the dataset-level TRA is the mean over examples.
 
-Choices the paper leaves open (see docs/methods/partial_input.md):
+Choices the paper leaves open (see docs/methods/partial_input.md). Two readings of
+Eq. 9 are offered (``mode=``):
 
-- ``emb(w_j)`` is the word (token) embedding, the ``inputs_embeds`` of a Hugging Face
-  model; position and segment embeddings are added inside the model after it.
-- Special tokens ([CLS], [SEP]) are tokens of the input and carry relevance like any
-  other; they take part in Eq. 9's normalisation.
+- ``"gold_posterior"`` (default; the paper's text): the gradient of the gold label's
+  posterior w.r.t. ``emb(w_j)``, the word (token) embedding, the ``inputs_embeds`` of a
+  Hugging Face model (position and segment embeddings are added inside the model after
+  it). Special tokens ([CLS], [SEP]) are tokens of the input and carry relevance like
+  any other; they take part in the normalisation.
+- ``"authors"`` (the authors' public code, michaelsaxon/DatasetAnalysis
+  ``training/compare_runs.py``): the gradient of the *sum of all logits* w.r.t. the
+  embedding layer's *output* (``hidden_states[0]``: word + position + segment embeddings
+  after its LayerNorm), with the first token ([CLS]) dropped before the normalisation.
+  Here the dropped token gets relevance 0 at its position, which leaves every cosine of
+  Eq. 10 unchanged (a zero in a vector adds nothing to a dot product or a norm) and keeps
+  the positions aligned. The authors compare the two maps with left zero padding,
+  ``alignment="pad"`` here.
+
 - Alignment. The paper pads the SSC vector with zeros "prepended or post-pended",
   which for hypothesis-only BERT input puts the SSC's [CLS] on the PSC's middle [SEP].
   ``alignment="tokens"`` (default) places every SSC token where the same token sits in
@@ -52,6 +63,18 @@ from spurious.views import View, get_view
 logger = logging.getLogger(__name__)
 
 ALIGNMENTS = ("tokens", "pad")
+#: What Eq. 9 differentiates, and with respect to what (see the module docstring).
+MODES = ("gold_posterior", "authors")
+
+
+def check_mode(mode: str) -> str:
+    """``mode`` if it is one of :data:`MODES`, else a ParameterError."""
+    if mode not in MODES:
+        raise ParameterError(
+            f"The 'mode' parameter of token relevance must be one of {list(MODES)}. Got "
+            f"{mode!r} instead."
+        )
+    return mode
 
 
 @dataclass
@@ -88,9 +111,20 @@ class TokenRelevance:
 # Eq. 9: gradients of the gold posterior w.r.t. the token embeddings
 # ---------------------------------------------------------------------------------------
 def relevance_batch(
-    model: Any, batch: dict[str, Any], *, device: str = "cpu", precision: str = "fp32"
+    model: Any,
+    batch: dict[str, Any],
+    *,
+    device: str = "cpu",
+    precision: str = "fp32",
+    mode: str = "gold_posterior",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Eq. 9 for one padded batch: ``(relevance (b, width), p_gold (b,))``.
+
+    ``mode="gold_posterior"`` differentiates the gold posterior w.r.t. the word
+    embeddings; ``"authors"`` the summed logits w.r.t. the embedding layer's output
+    (``hidden_states[0]``; the model must accept ``output_hidden_states=True``), with the
+    first token's relevance set to 0 (dropped) before normalising. ``p_gold`` is the gold
+    posterior in both modes.
 
     ``batch`` is what :meth:`EncodedSplit.batch` returns (``input_ids``,
     ``attention_mask``, ``labels``, optionally ``token_type_ids``). The model (any
@@ -121,6 +155,7 @@ def relevance_batch(
     """
     import torch
 
+    check_mode(mode)
     batch = {k: v for k, v in batch.items() if k != "idx"}
     labels = batch.pop("labels", None)
     if labels is None:
@@ -129,17 +164,32 @@ def relevance_batch(
     labels = labels.to(device)
     input_ids = batch.pop("input_ids")
     mask = batch["attention_mask"]
+    authors = mode == "authors"
     with torch.enable_grad():
-        # A leaf copy of the token embeddings: the gradient is taken w.r.t. these.
+        # A leaf copy of the token embeddings: the gradient is taken w.r.t. these (and,
+        # in the authors' mode, everything after them requires grad even when the
+        # model's own parameters are frozen).
         embeds = model.get_input_embeddings()(input_ids).detach().requires_grad_(True)
         with amp_context(device, precision):
-            logits = model(inputs_embeds=embeds, **batch).logits
+            if authors:
+                out = model(inputs_embeds=embeds, output_hidden_states=True, **batch)
+                target_of = out.hidden_states[0]  # the embedding layer's output
+            else:
+                out = model(inputs_embeds=embeds, **batch)
+                target_of = embeds
+        logits = out.logits
         if logits.dtype in (torch.float16, torch.bfloat16):
             logits = logits.float()  # the softmax and its gradient in fp32 at least
         posterior = torch.softmax(logits, dim=-1)
         p_gold = posterior.gather(1, labels[:, None]).squeeze(1)
-        (grad,) = torch.autograd.grad(p_gold.sum(), embeds)
-    norms = grad.double().norm(dim=-1) * mask.double()
+        # Rows are independent, so the gradient of a sum over the batch is per row.
+        target = logits.sum() if authors else p_gold.sum()
+        (grad,) = torch.autograd.grad(target, target_of)
+    mask = mask.double()
+    if authors:
+        mask = mask.clone()
+        mask[:, 0] = 0.0  # the authors drop the first token ([CLS])
+    norms = grad.double().norm(dim=-1) * mask
     total = norms.sum(dim=1, keepdim=True)
     relevance = torch.where(total > 0, norms / total.clamp_min(1e-300), torch.zeros_like(norms))
     return relevance.cpu().numpy(), p_gold.detach().double().cpu().numpy()
@@ -154,11 +204,12 @@ def relevance_of_split(
     precision: str = "fp32",
     batch_size: int = 32,
     bar: Any = None,
+    mode: str = "gold_posterior",
 ) -> tuple[list[np.ndarray], np.ndarray]:
     """Eq. 9 for ``rows`` of an encoded split (length-sorted batches, results in row order).
 
     Returns ``(relevance per row, p_gold per row)``; each relevance vector has the row's
-    own (unpadded) length.
+    own (unpadded) length. ``mode``: see :func:`relevance_batch`.
     """
     import torch
 
@@ -170,7 +221,9 @@ def relevance_of_split(
     relevance: list[np.ndarray | None] = [None] * len(rows)
     p_gold = np.zeros(len(rows))
     for batch_rows in plan_batches(split.lengths, rows, batch_size, on_cpu):
-        rel, p = relevance_batch(model, split.batch(batch_rows), device=device, precision=precision)
+        rel, p = relevance_batch(
+            model, split.batch(batch_rows), device=device, precision=precision, mode=mode
+        )
         for j, r in enumerate(batch_rows.tolist()):
             i = position[r]
             relevance[i] = rel[j, : int(split.lengths[r])]
@@ -191,6 +244,7 @@ def token_relevance(
     device: str = "auto",
     precision: str = "fp32",
     progress: bool = False,
+    mode: str = "gold_posterior",
 ) -> TokenRelevance:
     """Per-token relevance (paper 003 Eq. 9) of a fine-tuned classifier on ``dataset``.
 
@@ -214,6 +268,11 @@ def token_relevance(
         Autocast precision of the forward pass; the gradients' norms are taken in fp32.
         fp32 by default: relevance is a small difference of large activations.
     progress : bool, default=False
+    mode : {"gold_posterior", "authors"}, default="gold_posterior"
+        ``"gold_posterior"``: the gradient of the gold posterior w.r.t. the word
+        embeddings, special tokens kept (the paper's Eq. 9 as written).
+        ``"authors"``: the gradient of the summed logits w.r.t. the embedding layer's
+        output, first token dropped (relevance 0), as the authors' public code does.
 
     Returns
     -------
@@ -229,6 +288,7 @@ def token_relevance(
     """
     from spurious.features.encoder import resolve_device, resolve_precision
 
+    check_mode(mode)
     if not dataset.task.has_labels:
         raise SchemaError(
             f"Token relevance needs gold labels; task {dataset.task.name!r} has none."
@@ -267,7 +327,14 @@ def token_relevance(
         bar = tqdm(total=len(rows), desc=f"token relevance ({v.name})", unit="ex")
     try:
         relevance, p_gold = relevance_of_split(
-            model, split, rows=rows, device=dev, precision=prec, batch_size=batch_size, bar=bar
+            model,
+            split,
+            rows=rows,
+            device=dev,
+            precision=prec,
+            batch_size=batch_size,
+            bar=bar,
+            mode=mode,
         )
     finally:
         if bar is not None:
@@ -433,7 +500,9 @@ def token_relevance_agreement(
     alignment : {"tokens", "pad"}, default="tokens"
         See :func:`align_to_full`.
     **kwargs
-        Passed to :func:`token_relevance` (``batch_size``, ``device``, ``precision`` ...).
+        Passed to :func:`token_relevance` (``mode``, ``batch_size``, ``device``,
+        ``precision`` ...). The authors' computation is ``mode="authors",
+        alignment="pad"``.
 
     Returns
     -------

@@ -255,7 +255,9 @@ norm of each model's gold-label probability with respect to every input token's 
 normalised over the tokens; the partial input's vector is zero-padded to the full input's
 positions, and the two are compared by cosine similarity (1 = the same tokens matter to
 both models). High TRA means the full-input model relies on the same tokens as the
-partial-input one, i.e. it uses the shortcut.</p>"""
+partial-input one, i.e. it uses the shortcut. With <code>tra_mode="authors"</code> the
+gradient is the one of the summed logits with respect to the embedding layer's output, first
+token dropped, as in the authors' public code.</p>"""
 
 
 def _metrics_table(conds: list[_Condition], m: Mapping[str, Any]) -> Markup:
@@ -397,11 +399,11 @@ def _figures(conds: list[_Condition], m: Mapping[str, Any], scores: pd.DataFrame
                 scores,
                 "partial_input_score",
                 flag_column="is_partial_input_issue",
-                xlabel="partial-input score (max p(gold) over partial conditions)",
+                xlabel="partial-input score (max p(gold) over leaking partial conditions)",
             ),
             "Histogram of per-example partial-input scores.",
             "Per-example partial-input score: the highest probability of the gold label "
-            "given by any partial-input model.",
+            "given by a leaking partial-input model (Delta_maj interval above 0).",
         ),
     ]
     for c in conds:
@@ -493,7 +495,9 @@ def _top_examples(
         (k.replace("_", " "), f"prediction of the {k} model (probability of the gold label)")
         for k in cond_keys
     ]
-    headers.append(("score", "partial-input score: max p(gold) over partial conditions"))
+    headers.append(
+        ("score", "partial-input score: max p(gold) over the leaking partial conditions")
+    )
     rows = []
     for rank, e in enumerate(examples, start=1):
         gold = _label_name(e.get("label"), label_names)
