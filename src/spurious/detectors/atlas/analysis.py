@@ -40,10 +40,13 @@ from spurious.detectors.atlas.stats import (
     wilson_interval,
 )
 from spurious.detectors.base import Detector
-from spurious.exceptions import ParameterError
+from spurious.exceptions import DetectorError, ParameterError
 from spurious.utils.validation import Interval, StrOptions
 
-__all__ = ["Atlas", "FieldAtlas", "field_atlas"]
+#: Fewest examples the atlas runs on (below it no token can pass a corrected z test).
+MIN_EXAMPLES = 10
+
+__all__ = ["Atlas", "FieldAtlas", "atlas_from_counts", "field_atlas"]
 
 
 @dataclasses.dataclass
@@ -111,13 +114,42 @@ def field_atlas(
     >>> fa.vocabulary.tolist(), fa.flagged.tolist()
     (['a', 'cat', 'dog', 'no'], [[True, False], [False, False], [False, False], [False, True]])
     """
-    y = np.asarray(labels, dtype=np.int64)
     counts, vocab = count_tokens(
         texts,
         ngram_range=(1, 2) if bigrams else (1, 1),
         lowercase=lowercase,
         stop_words=stop_words,
     )
+    return atlas_from_counts(
+        counts,
+        vocab,
+        labels,
+        n_classes,
+        field=field,
+        p0=p0,
+        alpha=alpha,
+        correction=correction,
+        min_count=min_count,
+        pmi_smoothing=pmi_smoothing,
+    )
+
+
+def atlas_from_counts(
+    counts: sp.csr_matrix,
+    vocab: np.ndarray,
+    labels: np.ndarray,
+    n_classes: int,
+    *,
+    field: str = "text",
+    p0: str = "prior",
+    alpha: float = 0.01,
+    correction: str = "bonferroni",
+    min_count: int = 5,
+    pmi_smoothing: float = 100.0,
+) -> FieldAtlas:
+    """:func:`field_atlas` from a count matrix (:func:`~.stats.count_tokens`), so one
+    tokenisation serves the real labels and the shuffled-label control."""
+    y = np.asarray(labels, dtype=np.int64)
     n_all, n_by_label_all = token_label_counts(counts, y, n_classes)
     keep = np.flatnonzero(n_all >= min_count)
     counts = counts[:, keep].tocsr()
@@ -238,6 +270,11 @@ class Atlas(Detector):
         Flagged (token, label) pairs kept in the details per field (highest z first).
     max_plot_tokens : int, default=3000
         Tokens drawn in the z-vs-n plot per field (the most frequent ones).
+    shuffled_control : bool, default=True
+        Also run the tests once with the labels permuted (a control that should flag
+        about nothing; reported beside the real counts).
+    random_state : int or None, default=0
+        Seeds the permutation of the shuffled-label control.
     """
 
     name: ClassVar[str] = "atlas"
@@ -270,6 +307,9 @@ class Atlas(Detector):
         "share_flagged_ci_low / _ci_high": "95% Wilson interval of share_flagged.",
         "share_gold_cue": "Share of examples holding a token flagged for their own label.",
         "n_flagged_tokens": "Flagged tokens summed over fields.",
+        "<field>_n_flagged_shuffled": "Tokens flagged with the labels shuffled once (control).",
+        "n_flagged_tokens_shuffled": "Flagged tokens over fields with shuffled labels; ~0 "
+        "when the corrections hold (control).",
         "global_p_value": "Smallest adjusted p-value over the fields' families, times the "
         "number of fields (a test that some token departs from the null), [0, 1].",
     }
@@ -296,6 +336,8 @@ class Atlas(Detector):
         "n_examples": [Interval(Integral, 0, None, closed="left")],
         "max_table_tokens": [Interval(Integral, 0, None, closed="left")],
         "max_plot_tokens": [Interval(Integral, 0, None, closed="left")],
+        "shuffled_control": ["boolean"],
+        "random_state": ["random_state"],
     }
 
     def __init__(
@@ -313,6 +355,8 @@ class Atlas(Detector):
         n_examples: int = 2,
         max_table_tokens: int = 500,
         max_plot_tokens: int = 3000,
+        shuffled_control: bool = True,
+        random_state: int | None = 0,
     ) -> None:
         self.fields = fields
         self.p0 = p0
@@ -327,6 +371,8 @@ class Atlas(Detector):
         self.n_examples = n_examples
         self.max_table_tokens = max_table_tokens
         self.max_plot_tokens = max_plot_tokens
+        self.shuffled_control = shuffled_control
+        self.random_state = random_state
 
     def uses_eval(self) -> bool:
         return True  # the atlas maps the judged split (the evaluation split when given)
@@ -348,6 +394,11 @@ class Atlas(Detector):
 
     def _run(self, ctx: RunContext) -> AnalysisOutput:
         ds = ctx.target
+        if len(ds) < MIN_EXAMPLES:
+            raise DetectorError(
+                f"The atlas needs at least {MIN_EXAMPLES} labelled examples for its z tests "
+                f"(a normal approximation); got {len(ds)}."
+            )
         y = ds.labels
         names = tuple(ds.label_names)
         fields = self._fields(ds)
@@ -371,22 +422,31 @@ class Atlas(Detector):
         best_score = np.zeros(len(ds))
         best_token = np.full(len(ds), "", dtype=object)
         global_p = 1.0
+        # The shuffled-label control: the same tests on one permutation of the labels
+        # (the same permutation for every field). It should flag ~nothing.
+        y_null = np.random.default_rng(self.random_state).permutation(y)
+        n_null = 0
         for field in fields:
             texts = ds.texts(field)
-            fa = field_atlas(
+            counts, vocab = count_tokens(
                 texts,
-                y,
-                ds.n_classes,
-                field=field,
-                p0=self.p0,
-                alpha=self.alpha,
-                correction=self.correction,
-                min_count=self.min_count,
-                bigrams=self.bigrams,
+                ngram_range=(1, 2) if self.bigrams else (1, 1),
                 lowercase=self.lowercase,
                 stop_words=self.stop_words,
-                pmi_smoothing=self.pmi_smoothing,
             )
+            kw = {
+                "field": field,
+                "p0": self.p0,
+                "alpha": self.alpha,
+                "correction": self.correction,
+                "min_count": self.min_count,
+                "pmi_smoothing": self.pmi_smoothing,
+            }
+            fa = atlas_from_counts(counts, vocab, y, ds.n_classes, **kw)
+            if self.shuffled_control:
+                null = atlas_from_counts(counts, vocab, y_null, ds.n_classes, **kw)
+                metrics[f"{field}_n_flagged_shuffled"] = int(null.flagged.any(axis=1).sum())
+                n_null += metrics[f"{field}_n_flagged_shuffled"]
             flag_tok = fa.flagged.any(axis=1)
             n_flag_ex = np.asarray(fa.presence @ flag_tok.astype(np.int64)).ravel()
             scores[f"{field}_n_flagged"] = n_flag_ex.astype(np.int64)
@@ -420,6 +480,8 @@ class Atlas(Detector):
             n_flagged_tokens=sum(metrics[f"{f}_n_flagged"] for f in fields),
             global_p_value=min(1.0, global_p * len(fields)),
         )
+        if self.shuffled_control:
+            metrics["n_flagged_tokens_shuffled"] = n_null
         scores["atlas_token"] = best_token
         scores["atlas_score"] = best_score
         scores["is_atlas_issue"] = best_score > 0
@@ -429,6 +491,7 @@ class Atlas(Detector):
         summary = (
             f"flagged tokens ({self.correction}, alpha={self.alpha}): {per_field}; "
             f"{share:.1%} of examples hold one"
+            + (f"; {n_null} with shuffled labels" if self.shuffled_control else "")
         )
         return AnalysisOutput(scores=scores, metrics=metrics, summary=summary, details=details)
 

@@ -125,6 +125,7 @@ def _field_table(m: Mapping[str, Any], fields: Sequence[str]) -> Markup:
             m.get(f"{f}_n_significant_bh"),
             finite(m.get(f"{f}_share_flagged")),
             finite(m.get(f"{f}_share_gold_cue")),
+            m.get(f"{f}_n_flagged_shuffled"),
         ]
         for f in fields
     ]
@@ -135,6 +136,7 @@ def _field_table(m: Mapping[str, Any], fields: Sequence[str]) -> Markup:
         "Significant (BH)",
         ("Examples with a flagged token", "share of examples"),
         ("... flagged for their own label", "share of examples"),
+        ("Flagged with shuffled labels", "control: the same tests, labels permuted once"),
     ]
     return render_fragment("<h4>Per field</h4>{{ t }}", t=html_table(headers, rows, css="metrics"))
 
