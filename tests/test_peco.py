@@ -18,7 +18,7 @@ from spurious.detectors.peco import (
     permutation_scores,
     sweep,
 )
-from spurious.detectors.peco.score import basic_interval, label_counts
+from spurious.detectors.peco.score import label_counts, seed_bootstrap_interval
 from spurious.exceptions import ParameterError
 from spurious.report import build_section
 
@@ -98,8 +98,9 @@ def test_shuffled_baseline_and_basic_interval():
     # ... and its mean sorted divergences are small, increasing, one per cluster.
     ms = null.mean_sorted["l2"]
     assert len(ms) == 10 and np.all(np.diff(ms) >= 0) and ms[-1] < 0.05
-    lo, hi = basic_interval(2.0, np.array([2.1, 2.2, 2.3, 2.4, 2.5]), 0.5)
-    assert (round(lo, 6), round(hi, 6)) == (1.6, 1.8)
+    # Seeds 1.0 and 2.0, bootstrap deviations -0.1 / 0 / +0.1 around each seed's median.
+    reps = np.array([[5.1, 7.2], [5.0, 7.1], [4.9, 7.0]])
+    assert seed_bootstrap_interval(np.array([1.0, 2.0]), reps, 1.0) == (0.9, 2.1)
 
 
 def test_auto_k_scales_with_the_data():
@@ -124,14 +125,16 @@ def test_planted_artifact_scores_far_above_its_shuffled_baseline(result, planted
     for d in ("l2", "kl"):
         assert m[f"peco_{d}"] > 3 * m[f"peco_{d}_baseline_q95"]
         assert m[f"peco_{d}_p_value"] < 0.05
-        assert m[f"peco_{d}_ci_low"] <= m[f"peco_{d}"] + 1e-9
+        assert m[f"peco_{d}_ci_low"] <= m[f"peco_{d}"] <= m[f"peco_{d}_ci_high"]
+        assert m[f"peco_{d}_excess_ci_low"] <= m[f"peco_{d}_excess"]
         assert m[f"peco_{d}_seed_min"] <= m[f"peco_{d}"] <= m[f"peco_{d}_seed_max"]
     assert m["n_biased_clusters"] >= 1 and m["share_in_biased_regions"] > 0
     # The cue's examples sit in biased regions labelled with the region's dominant label.
     cue = np.array(["nobody" in h.lower() for h in planted.texts("hypothesis")])
     assert cue.sum() > 100
     assert result.scores["is_peco_issue"].to_numpy()[cue].mean() > 0.9
-    assert result.headline["severity"] in ("moderate", "high")
+    assert result.headline["severity"] == "high" and not result.headline["inconclusive"]
+    assert result.headline["evidence"]["basis"] == "interval+null_test"
 
 
 def test_stronger_plant_scores_higher():
@@ -185,7 +188,8 @@ def test_scores_and_details(result, planted):
         s["in_biased_region"] == (s["divergence_l2"] > result.metrics["region_threshold"])
     ).all()
     assert (s["is_peco_issue"] <= s["in_biased_region"]).all()
-    assert result.metrics["region_threshold"] == pytest.approx(0.2**2 / 3)
+    # The authors' rule by default: a sum of squares above 0.25 = Eq. 11 above 0.25 / 3.
+    assert result.metrics["region_threshold"] == pytest.approx(0.25 / 3)
     d = result.details
     assert d["view"] == "hypothesis_only" and len(d["clusters"]) == 10
     assert sum(c["size"] for c in d["clusters"]) == len(planted)
@@ -233,7 +237,7 @@ def test_cartography_in_the_same_run_gives_the_fig8_comparison(planted):
         # Threshold between the cue's pure clusters (0.22) and the rest (~0.04).
         analyses={
             "cartography": {"features": "bow", "epochs": 3},
-            "peco": {**FAST, "region_threshold": 0.1},
+            "peco": {**FAST, "region_rule": "eq11", "region_threshold": 0.1},
         },
         progress=False,
     )

@@ -7,11 +7,16 @@ global one (Eq. 11: L2; and KL), and integrate the fraction of clusters above ea
 divergence threshold (Eq. 12). Around that one number:
 
 - **uncertainty**: the score is the mean over several k-means seeds (their spread is
-  reported), with a basic bootstrap interval over examples, and the *shuffled baseline*: the same clusters with the
-  labels permuted, which is what small clusters score by chance. ``peco_<d>_excess`` =
-  score - baseline mean, and a permutation p-value;
-- **biased regions** (Fig. 1): clusters whose Eq. 11 divergence passes a threshold, their
-  sizes, dominant labels and example sentences, and a 2-D t-SNE map;
+  reported), and the *shuffled baseline*: the same clusters with the labels permuted,
+  which is what small clusters score by chance. ``peco_<d>_excess`` = score - baseline
+  mean, with a permutation p-value and a 95% interval that covers both the k-means seeds
+  and sampling (each seed's excess over its own null, spread by the bootstrap); the
+  headline's severity rests on that interval and p-value, never on the point estimate;
+- **biased regions** (Fig. 1): clusters flagged by the authors' rule (a sum of squared
+  deviations from the global label distribution above 0.25), Eq. 11 above a threshold,
+  or a per-cluster permutation test at the cluster's size; with how many clusters the
+  same rule flags under shuffled labels, their sizes, dominant labels and example
+  sentences, and a 2-D t-SNE map;
 - **the sweep** of App. C / Table 5 (k x |PC| x divergence), when asked;
 - **PECO vs cartography** (Sec. 6.1, Fig. 8): when the same run has a ``cartography``
   result for the same examples, the confidence of examples in biased vs other clusters.
@@ -19,8 +24,10 @@ divergence threshold (Eq. 12). Around that one number:
 Deviations (docs/methods/peco.md): the default representation is frozen MiniLM, not the
 hidden layer of a RoBERTa fine-tuned on full pairs (``features="finetuned:<dir>"`` of a
 model trained with ``spurious train`` is the paper's representation); the area is Eq. 12
-computed exactly; the reference implementation's 20-step curve is ``integral="reference"``
-and is reported beside it (``peco_<d>_reference``) for comparison with Table 5.
+computed exactly; the authors' public code (their divergences and 20-step curve) is
+``integral="reference"`` and is reported beside it (``peco_<d>_reference``, Table 5's
+scale). PECO needs a pair: on single-text tasks it is skipped (clusters of a whole input
+that differ in label only say that the label is learnable).
 """
 
 from __future__ import annotations
@@ -38,15 +45,17 @@ from spurious.data.dataset import Dataset
 from spurious.data.tasks import Task
 from spurious.detectors.base import Detector
 from spurious.detectors.peco.score import (
+    AUTHORS_REGION_THRESHOLD,
     DIVERGENCES,
     INTEGRALS,
     auto_n_clusters,
-    basic_interval,
     bootstrap_scores,
+    cluster_null_divergences,
     fit_peco,
-    peco_area,
+    peco_from_counts,
     permutation_scores,
     reduce_dimensions,
+    seed_bootstrap_interval,
     sweep,
 )
 from spurious.exceptions import ParameterError
@@ -59,14 +68,16 @@ __all__ = ["Peco", "default_elicited_view"]
 EXAMPLES_PER_REGION = 5
 #: Bins of the Fig. 8 confidence histograms.
 CONFIDENCE_BINS = 10
+#: How a cluster becomes a biased region (see :class:`Peco`'s ``region_rule``).
+REGION_RULES = ("authors", "eq11", "null")
 
 
 def default_elicited_view(task: Task) -> str:
     """The sentence whose leakage PECO measures: the hypothesis for NLI, else the last field.
 
     Annotators write the hypothesis of NLI data given the premise, and the claim of
-    FEVER-like data is the *first* field there (pass ``view="premise_only"``); a
-    single-text task is embedded whole.
+    FEVER-like data is the *first* field there (pass ``view="premise_only"``). A
+    single-text task has no elicited sentence (``"full"``), and :class:`Peco` skips it.
 
     Examples
     --------
@@ -108,16 +119,30 @@ class Peco(Detector):
     divergence : {"l2", "kl"}, default="l2"
         The headline divergence; both are always reported.
     integral : {"eq12", "reference"}, default="eq12"
-        Eq. 12 exactly, or the reference 20-step curve (Table 5's numbers).
+        Eq. 12 exactly, or the authors' computation (their divergences and 20-step curve,
+        Table 5's scale). The verdict thresholds are on Eq. 12's scale, so with
+        ``"reference"`` the headline rests on the permutation test alone (at most "low").
+    region_rule : {"authors", "eq11", "null"}, default="authors"
+        When a cluster is a *biased region*. ``"authors"``: the sum of squared deviations
+        of its label distribution from the global one exceeds ``region_threshold``
+        (default 0.25, the authors' public code and Fig. 8's "PECO_L2 > 0.25"; Eq. 11 above
+        0.25 / C, 0.0833 for 3 labels). ``"eq11"``: Eq. 11 above ``region_threshold``
+        (default ``0.2**2 / C``: Fig. 1's 0.2 read as a Euclidean distance, 0.0133 for 3
+        labels; the rule of earlier versions). ``"null"``: its Eq. 11 divergence is
+        larger than shuffled labels give a cluster of its size (permutation p-value at most
+        ``region_alpha``). Every rule also reports how many clusters it flags with the
+        labels shuffled (``n_biased_clusters_null``).
     region_threshold : float or None, default=None
-        Eq. 11 (L2) divergence above which a cluster is a *biased region*. ``None`` =
-        ``0.2**2 / C``: the paper's threshold 0.2 (Fig. 1) read as a Euclidean distance
-        between label distributions, on Eq. 11's mean-square scale (0.0133 for 3 labels).
+        The threshold of the ``"authors"`` (sum of squares) or ``"eq11"`` rule.
+    region_alpha : float, default=0.05
+        Level of the ``"null"`` rule's per-cluster test.
     n_seeds : int, default=5
         k-means seeds (``random_state``, ``random_state + 1``, ...). The scores are means
         over the seeds; clusters, regions and per-example columns are the first seed's.
+        The sweep uses the same seeds in every cell.
     n_bootstrap : int, default=200
-        Bootstrap replicates of the interval (0 = none).
+        Bootstrap replicates of the intervals (0 = none; the headline then rests on the
+        permutation test alone).
     n_permutations : int, default=100
         Label shuffles of the baseline.
     confidence : float, default=0.95
@@ -136,6 +161,8 @@ class Peco(Detector):
     >>> res = Peco(features="bow", n_clusters=10, projection="none").run(train, test)
     >>> res.metrics["peco_l2"] > res.metrics["peco_l2_baseline"]
     True
+    >>> res.metrics["peco_l2_excess_ci_low"] > 0
+    True
     """
 
     name: ClassVar[str] = "peco"
@@ -143,7 +170,7 @@ class Peco(Detector):
         "PECO (paper 003 Sec. 3.2): label divergence of k-means clusters of the hypothesis "
         "alone, with a shuffled-label baseline, biased regions and the App. C sweep."
     )
-    requires: ClassVar[Requirements] = Requirements(labels=True, features=True)
+    requires: ClassVar[Requirements] = Requirements(labels=True, features=True, multi_field=True)
     #: The headline effect is PECO minus the shuffled baseline (points of Eq. 12 x 100).
     verdict_scale: ClassVar[VerdictScale] = VerdictScale(
         0.1,
@@ -171,18 +198,24 @@ class Peco(Detector):
     }
     metric_docs: ClassVar[dict[str, str]] = {
         "peco_<d>": "PECO with divergence <d> (l2 = Eq. 11, kl), Eq. 12 x 100, mean over seeds.",
-        "peco_<d>_ci_low / _ci_high": "Basic bootstrap interval over examples (seeds fixed).",
+        "peco_<d>_ci_low / _ci_high": "95% interval of one k-means run's score (seeds and "
+        "bootstrap over examples; docs/methods/peco.md).",
         "peco_<d>_seed_sd / _seed_min / _seed_max": "Spread over the k-means seeds.",
         "peco_<d>_baseline": "Mean PECO with the labels shuffled (same clusters).",
         "peco_<d>_baseline_q95": "95th percentile of the shuffled scores.",
         "peco_<d>_excess": "peco_<d> - peco_<d>_baseline: leakage beyond cluster noise.",
+        "peco_<d>_excess_ci_low / _excess_ci_high": "95% interval of the excess: each seed's "
+        "excess over its own shuffled null, spread by the bootstrap (the headline's basis).",
         "peco_<d>_p_value": "Permutation p-value of peco_<d> against the shuffled labels.",
-        "peco_<d>_reference": "The same clusters scored with the 20-step curve of Table 5.",
+        "peco_<d>_reference": "The authors' computation on the same clusters (Table 5's "
+        "scale: L2 as a sum of squares x 100, KL(p_G || p_i) in bits as a fraction).",
         "n_clusters / n_components": "k and |PC| used (n_components = -1: no PCA).",
         "n_scored": "Examples clustered (the evaluation split, else the data).",
-        "n_biased_clusters": "Clusters whose L2 divergence passes region_threshold.",
+        "n_biased_clusters": "Clusters the region rule flags (region_rule).",
         "share_in_biased_regions": "Fraction of examples in those clusters.",
-        "region_threshold": "The Eq. 11 threshold used.",
+        "n_biased_clusters_null / share_in_biased_regions_null": "The same with the labels "
+        "shuffled (mean over permutations): what the rule flags by chance.",
+        "region_threshold": "The rule's threshold on Eq. 11's scale (threshold rules only).",
         "confidence_biased / confidence_other": "Mean cartography confidence (Sec. 6.1).",
         "confidence_mwu_p": "Mann-Whitney p-value of the two confidence distributions.",
     }
@@ -194,7 +227,7 @@ class Peco(Detector):
         "cluster_majority_label": "Most frequent label of the cluster.",
         "p_label_in_cluster": "Share of the example's gold label in its cluster.",
         "divergence_l2 / divergence_kl": "The cluster's divergence (Eq. 11 / KL).",
-        "in_biased_region": "The cluster's L2 divergence passes region_threshold.",
+        "in_biased_region": "The cluster is a biased region (region_rule).",
         "peco_score": "The cluster's L2 divergence; higher = more leaky neighbourhood.",
         "is_peco_issue": "In a biased region and labelled with its dominant label.",
     }
@@ -206,7 +239,9 @@ class Peco(Detector):
         "n_components": [Interval(Integral, 1, None, closed="left"), None],
         "divergence": [StrOptions(set(DIVERGENCES))],
         "integral": [StrOptions(set(INTEGRALS))],
+        "region_rule": [StrOptions(set(REGION_RULES))],
         "region_threshold": [Interval(Real, 0, None, closed="left"), None],
+        "region_alpha": [Interval(Real, 0, 1, closed="neither")],
         "n_seeds": [Interval(Integral, 1, None, closed="left")],
         "n_bootstrap": [Interval(Integral, 0, None, closed="left")],
         "n_permutations": [Interval(Integral, 1, None, closed="left")],
@@ -226,7 +261,9 @@ class Peco(Detector):
         n_components: int | None = 30,
         divergence: str = "l2",
         integral: str = "eq12",
+        region_rule: str = "authors",
         region_threshold: float | None = None,
+        region_alpha: float = 0.05,
         n_seeds: int = 5,
         n_bootstrap: int = 200,
         n_permutations: int = 100,
@@ -243,7 +280,9 @@ class Peco(Detector):
         self.n_components = n_components
         self.divergence = divergence
         self.integral = integral
+        self.region_rule = region_rule
         self.region_threshold = region_threshold
+        self.region_alpha = region_alpha
         self.n_seeds = n_seeds
         self.n_bootstrap = n_bootstrap
         self.n_permutations = n_permutations
@@ -261,9 +300,31 @@ class Peco(Detector):
         if self.features != "psc":
             make_featurizer(self.features)
 
+    def unmet(self, context: RunContext) -> list[str]:
+        """Why PECO cannot run here; a single-text task gets PECO's own reason."""
+        why = super().unmet(context)
+        task = context.train.task
+        if len(task.text_fields) < 2:
+            why = [w for w in why if not w.startswith("needs two or more text fields")]
+            why.append(
+                "PECO measures the label leakage of the elicited sentence of a pair (paper "
+                f"003: the hypothesis of NLI); task {task.name!r} has one text field "
+                f"({task.text_fields[0]!r}), where label clusters of the whole input only "
+                "show that the label is learnable"
+            )
+        return why
+
     def check(self, context: RunContext) -> None:
-        """The view exists for the task; k leaves at least two examples per cluster."""
-        self._view(context.train.task)
+        """The view is a partial input; k leaves at least two examples per cluster."""
+        task = context.train.task
+        view = get_view(task, default_elicited_view(task) if self.view == "auto" else self.view)
+        if len(task.text_fields) > 1 and set(view.fields) == set(task.text_fields):
+            raise ParameterError(
+                f"The 'view' parameter of Peco must name a partial input (the elicited "
+                f"sentence, e.g. 'hypothesis_only'); got {self.view!r}, which shows every "
+                f"field {list(task.text_fields)}: clusters of the whole input measure "
+                "learnability, not single-sentence leakage."
+            )
         if self.features == "psc" and context.eval is None:
             raise ParameterError(
                 "features='psc' fine-tunes a paired-input model on the training split and "
@@ -340,29 +401,30 @@ class Peco(Detector):
         metrics: dict[str, float] = {}
         for d in DIVERGENCES:
             per_seed = np.array([f.scores[d] for f in fits])
+            # Each seed against its own null: the seed spread then enters the interval.
+            seed_excess = per_seed - null.per_clustering[d].mean(axis=0)
             score = float(per_seed.mean())
             base = null.scores[d]
             metrics[f"peco_{d}"] = score
             if boot is not None:
-                lo, hi = basic_interval(score, boot[d], self.confidence)
+                lo, hi = seed_bootstrap_interval(per_seed, boot[d], self.confidence)
                 metrics[f"peco_{d}_ci_low"], metrics[f"peco_{d}_ci_high"] = lo, hi
             metrics[f"peco_{d}_seed_sd"] = float(per_seed.std(ddof=1)) if len(fits) > 1 else 0.0
             metrics[f"peco_{d}_seed_min"] = float(per_seed.min())
             metrics[f"peco_{d}_seed_max"] = float(per_seed.max())
             metrics[f"peco_{d}_baseline"] = float(base.mean())
             metrics[f"peco_{d}_baseline_q95"] = float(np.quantile(base, 0.95))
-            metrics[f"peco_{d}_excess"] = score - float(base.mean())
+            metrics[f"peco_{d}_excess"] = float(seed_excess.mean())
+            if boot is not None:
+                lo, hi = seed_bootstrap_interval(seed_excess, boot[d], self.confidence)
+                metrics[f"peco_{d}_excess_ci_low"], metrics[f"peco_{d}_excess_ci_high"] = lo, hi
             metrics[f"peco_{d}_p_value"] = float((1 + (base >= score).sum()) / (1 + len(base)))
             metrics[f"peco_{d}_reference"] = float(
-                np.mean([peco_area(f.divergences[d], "reference") for f in fits])
+                np.mean([peco_from_counts(f.counts, d, "reference") for f in fits])
             )
 
-        n_present = int((np.bincount(y, minlength=n_classes) > 0).sum())
-        threshold = (
-            0.2**2 / max(n_present, 1) if self.region_threshold is None else self.region_threshold
-        )
-        cluster_l2 = main.divergences["l2"]
-        biased_clusters = cluster_l2 > threshold
+        regions = self._regions(main, y, k, n_classes, seed)
+        biased_clusters = regions.pop("biased")
         sizes = main.counts.sum(axis=1)
         majority = main.counts.argmax(axis=1)
         clusters = main.clusters[inverse]  # back to the dataset's row order
@@ -370,6 +432,7 @@ class Peco(Detector):
         names = np.asarray(scored.label_names, dtype=object)
         in_region = biased_clusters[clusters]
         p_label = main.counts[clusters, labels] / sizes[clusters]
+        cluster_l2 = main.divergences["l2"]
         scores = pd.DataFrame(
             {
                 "id": scored.ids,
@@ -385,6 +448,7 @@ class Peco(Detector):
                 "is_peco_issue": in_region & (labels == majority[clusters]),
             }
         )
+        cluster_p = regions.pop("cluster_p_values")
         metrics.update(
             {
                 "n_clusters": float(k),
@@ -392,7 +456,7 @@ class Peco(Detector):
                 "n_scored": float(n),
                 "n_biased_clusters": float(biased_clusters.sum()),
                 "share_in_biased_regions": float(in_region.mean()),
-                "region_threshold": float(threshold),
+                **regions,
             }
         )
 
@@ -402,7 +466,8 @@ class Peco(Detector):
             "label_names": list(scored.label_names),
             "headline_divergence": self.divergence,
             "integral": self.integral,
-            "clusters": _cluster_table(main, names, biased_clusters),
+            "region_rule": self.region_rule,
+            "clusters": _cluster_table(main, names, biased_clusters, cluster_p),
             "null_sorted_divergences": {d: v.tolist() for d, v in null.mean_sorted.items()},
             "seed_scores": {d: [f.scores[d] for f in fits] for d in DIVERGENCES},
             "seeds": seeds,
@@ -418,7 +483,13 @@ class Peco(Detector):
             )
         if self.run_sweep:
             table = sweep(
-                X_sorted, y, n_classes, integral=self.integral, random_state=seed, n_permutations=20
+                X_sorted,
+                y,
+                n_classes,
+                integral=self.integral,
+                random_state=seed,
+                n_seeds=self.n_seeds,
+                n_permutations=20,
             )
             details["sweep"] = table.to_dict(orient="records")
 
@@ -427,32 +498,107 @@ class Peco(Detector):
             f"PECO_{d.upper()} {metrics[f'peco_{d}']:.2f} (shuffled labels "
             f"{metrics[f'peco_{d}_baseline']:.2f}, p={metrics[f'peco_{d}_p_value']:.3f}) over "
             f"k={k} clusters of {n:,} {view} embeddings; {int(biased_clusters.sum())} biased "
-            f"regions hold {in_region.mean():.0%} of the examples"
+            f"regions ({self.region_rule} rule; shuffled labels "
+            f"{metrics['n_biased_clusters_null']:.1f}) hold {in_region.mean():.0%} of the examples"
         )
         return AnalysisOutput(scores=scores, metrics=metrics, summary=summary, details=details)
 
+    def _regions(
+        self, fit: Any, y: np.ndarray, k: int, n_classes: int, seed: int
+    ) -> dict[str, Any]:
+        """Biased clusters of ``fit`` by ``region_rule``, and what the rule flags by chance.
+
+        Every cluster's Eq. 11 divergence is compared with its own permutation null (the
+        labels shuffled, the cluster's size kept): the ``"null"`` rule flags on that
+        p-value; every rule is also applied to each permutation, which gives the number
+        of clusters (and share of examples) it flags when labels and clusters are
+        independent.
+        """
+        s = fit.divergences["l2"]
+        sizes = fit.counts.sum(axis=1)
+        null = cluster_null_divergences(
+            fit.clusters, y, k, n_classes, n_permutations=self.n_permutations, random_state=seed
+        )
+        n_perm = null.shape[0]
+        # A tolerance: the observed and the permuted divergences are computed apart.
+        p_values = (1 + (null >= s - 1e-12).sum(axis=0)) / (1 + n_perm)
+        out: dict[str, Any] = {"cluster_p_values": p_values}
+        if self.region_rule == "null":
+            biased = p_values <= self.region_alpha
+            # Each permutation judged against the others (leave-one-out p-values).
+            ranked = np.sort(null, axis=0)
+            at_least = np.stack(
+                [n_perm - np.searchsorted(ranked[:, i], null[:, i], side="left") for i in range(k)],
+                axis=1,
+            )
+            null_flags = at_least / n_perm <= self.region_alpha
+        else:
+            n_present = max(int((np.bincount(y, minlength=n_classes) > 0).sum()), 1)
+            if self.region_rule == "authors":
+                t = (
+                    AUTHORS_REGION_THRESHOLD
+                    if self.region_threshold is None
+                    else self.region_threshold
+                )
+                threshold = t / n_present  # a sum of squares on Eq. 11's mean-square scale
+            else:
+                threshold = (
+                    0.2**2 / n_present if self.region_threshold is None else self.region_threshold
+                )
+            biased = s > threshold
+            null_flags = null > threshold
+            out["region_threshold"] = float(threshold)
+        out["biased"] = biased
+        out["n_biased_clusters_null"] = float(null_flags.sum(axis=1).mean())
+        out["share_in_biased_regions_null"] = float((null_flags @ sizes).mean() / sizes.sum())
+        return out
+
     def headline(self, result: Any) -> dict[str, Any]:
-        """PECO beyond the shuffled baseline; ``none`` when the permutation test fails."""
+        """PECO beyond the shuffled baseline: its interval and permutation test set the severity."""
         m = result.metrics
-        d = (result.details or {}).get("headline_divergence", self.divergence)
+        details = result.details or {}
+        d = details.get("headline_divergence", self.divergence)
         score, excess = m.get(f"peco_{d}"), m.get(f"peco_{d}_excess")
-        p = m.get(f"peco_{d}_p_value", 1.0)
+        p = m.get(f"peco_{d}_p_value")
         if score is None or excess is None:
             return self.verdict_scale.headline("PECO", None, "no score", severity="info")
+        lo, hi = m.get(f"peco_{d}_excess_ci_low"), m.get(f"peco_{d}_excess_ci_high")
+        # The thresholds are on Eq. 12's scale; the reference curve's excess is not.
+        on_scale = details.get("integral", self.integral) == "eq12"
+        interval = (lo, hi) if on_scale and lo is not None and hi is not None else None
+        ci = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else ""
+        n_b, n_null = m.get("n_biased_clusters"), m.get("n_biased_clusters_null")
+        regions = ""
+        if n_b is not None:
+            regions = (
+                f"; {int(n_b)} biased regions ({m.get('share_in_biased_regions', 0):.0%} of "
+                "examples)"
+            )
+            if n_null is not None:
+                regions += f", {n_null:.1f} with shuffled labels"
         text = (
-            f"PECO_{d.upper()} {score:.2f}, {excess:+.2f} above shuffled labels (p={p:.3f}); "
-            f"{m.get('share_in_biased_regions', 0):.0%} of examples in biased regions"
+            f"PECO_{d.upper()} {score:.2f}, {excess:+.2f}{ci} above shuffled labels "
+            f"(p={p:.3f}){regions}"
         )
-        severity = "none" if p > 0.05 else None
         return self.verdict_scale.headline(
-            "single-sentence leakage (PECO)", score, text, effect=excess, severity=severity
+            "single-sentence leakage (PECO)",
+            score,
+            text,
+            effect=excess,
+            interval=interval,
+            p_value=p,
+            null="shuffled labels",
+            measured=f"PECO_{d.upper()} of the elicited sentence minus its shuffled-label "
+            "baseline (95% interval over k-means seeds and bootstrap)",
         )
 
 
 # =======================================================================================
 # Details for the report
 # =======================================================================================
-def _cluster_table(fit: Any, names: np.ndarray, biased: np.ndarray) -> list[dict[str, Any]]:
+def _cluster_table(
+    fit: Any, names: np.ndarray, biased: np.ndarray, p_values: np.ndarray
+) -> list[dict[str, Any]]:
     """One row per cluster: size, label counts, dominant label, divergences, biased flag."""
     rows = []
     for i, counts in enumerate(fit.counts):
@@ -467,6 +613,7 @@ def _cluster_table(fit: Any, names: np.ndarray, biased: np.ndarray) -> list[dict
                 "dominant_share": float(counts[top] / size) if size else 0.0,
                 "divergence_l2": float(fit.divergences["l2"][i]),
                 "divergence_kl": float(fit.divergences["kl"][i]),
+                "p_value": float(p_values[i]),
                 "biased": bool(biased[i]),
             }
         )

@@ -274,11 +274,19 @@ def _stats(m: Mapping[str, Any], divergence: str) -> Markup:
             note += f"; p = {p:.3f}"
         stats.append(Stat(f"PECO {d.upper()}", metric_cell(m, f"peco_{d}"), note))
         if f"peco_{d}_excess" in m:
-            stats.append(Stat(f"{d.upper()} above shuffled", m[f"peco_{d}_excess"], kind="float"))
+            lo = finite(m.get(f"peco_{d}_excess_ci_low"))
+            hi = finite(m.get(f"peco_{d}_excess_ci_high"))
+            ci = f"95% CI [{lo:.2f}, {hi:.2f}] (seeds + bootstrap)" if lo is not None else ""
+            stats.append(
+                Stat(f"{d.upper()} above shuffled", m[f"peco_{d}_excess"], ci, kind="float")
+            )
     if "share_in_biased_regions" in m:
         n = finite(m.get("n_biased_clusters"))
         k = finite(m.get("n_clusters"))
         note = f"{int(n)} of {int(k)} clusters" if n is not None and k is not None else ""
+        n_null = finite(m.get("n_biased_clusters_null"))
+        if n_null is not None:
+            note += f"; shuffled labels: {n_null:.1f}"
         stats.append(Stat("In biased regions", m["share_in_biased_regions"], note, "percent"))
     return stat_block(stats)
 
@@ -363,11 +371,33 @@ def _regions(details: Mapping[str, Any], m: Mapping[str, Any]) -> Markup:
     }
     biased = [c for c in clusters.values() if c.get("biased")]
     threshold = finite(m.get("region_threshold"))
+    rule = str(details.get("region_rule", ""))
+    if rule == "null":
+        how = (
+            "Clusters whose label distribution (Eq. 11) is farther from the global one than "
+            "shuffled labels put a cluster of the same size (permutation test)"
+        )
+    elif rule == "authors":
+        how = (
+            "Clusters whose squared deviations from the global label distribution sum to "
+            "more than 0.25, the authors' rule (Eq. 11 above "
+            + ("?" if threshold is None else f"{threshold:.4f}")
+            + ")"
+        )
+    else:
+        how = "Clusters whose Eq. 11 divergence exceeds " + (
+            "?" if threshold is None else f"{threshold:.4f}"
+        )
+    n_null = finite(m.get("n_biased_clusters_null"))
+    chance = (
+        ""
+        if n_null is None
+        else f" With the labels shuffled the same rule flags {n_null:.1f} clusters on average."
+    )
     heading = render_fragment(
-        '<h4>Biased regions</h4><p class="legend">Clusters whose label distribution is '
-        "farther than {{ t }} (Eq. 11) from the global one; the paper's 0.2 read as a "
-        "Euclidean distance between distributions.</p>",
-        t="?" if threshold is None else f"{threshold:.4f}",
+        '<h4>Biased regions</h4><p class="legend">{{ how }}.{{ chance }}</p>',
+        how=how,
+        chance=chance,
     )
     if not biased:
         return heading + render_fragment("<p>No cluster passes the threshold.</p>")
@@ -384,10 +414,12 @@ def _regions(details: Mapping[str, Any], m: Mapping[str, Any]) -> Markup:
                 *(counts.get(n) for n in names),
                 finite(c.get("divergence_l2")),
                 finite(c.get("divergence_kl")),
+                finite(c.get("p_value")),
             ]
         )
     table = html_table(
-        ["Cluster", "Size", "Dominant label", "Dominant share", *names, "L2", "KL"], rows
+        ["Cluster", "Size", "Dominant label", "Dominant share", *names, "L2", "KL", "p (shuffled)"],
+        rows,
     )
     blocks = [heading, table]
     for region in details.get("regions") or []:
@@ -415,8 +447,8 @@ def _sweep(details: Mapping[str, Any]) -> Markup:
             Plot(
                 plots.safe_plot(sweep_heatmap_plot, rows),
                 "PECO for each number of clusters and principal components.",
-                "The App. C sweep (Table 5): PECO per k x |PC|, excess over shuffled labels "
-                "in brackets.",
+                "The App. C sweep (Table 5): PECO per k x |PC| (mean over k-means seeds), "
+                "excess over shuffled labels in brackets.",
             )
         ]
     )
@@ -425,11 +457,24 @@ def _sweep(details: Mapping[str, Any]) -> Markup:
             r.get("k"),
             r.get("n_components"),
             str(r.get("divergence", "")).upper(),
-            *(finite(r.get(c)) for c in ("peco", "baseline", "excess")),
+            *(
+                finite(r.get(c))
+                for c in ("peco", "peco_seed_sd", "baseline", "excess", "reference")
+            ),
         ]
         for r in rows
     ]
-    table = html_table(["k", "|PC|", "Divergence", "PECO", "Shuffled", "Excess"], cells)
+    seeds = rows[0].get("n_seeds")
+    table = html_table(
+        ["k", "|PC|", "Divergence", "PECO", "Seed sd", "Shuffled", "Excess", "Reference"],
+        cells,
+    )
+    note = render_fragment(
+        '<p class="legend">Each cell: mean over {{ n }} k-means seeds; reference = the '
+        "authors' computation on the same clusters (Table 5's scale).</p>",
+        n=seeds if seeds is not None else "?",
+    )
+    table = note + table
     return render_fragment("<h4>Parameter sweep</h4>{{ f }}{{ t }}", f=figure, t=table)
 
 
