@@ -1,0 +1,92 @@
+"""The artifact atlas at scale (issue 20, part 1: 1M NLI pairs in under 60 s).
+
+Rows: "SNLI-like" pairs resampled from the real SNLI sentences in ../shared/data (dev +
+test_tokenized), exactly as ``bench/bench_leakage_scale.py`` builds them: one real premise
+per group of three, one real hypothesis of each label. Premises repeat three times, as on
+real SNLI; hypothesis artifacts survive the resampling. No SNLI train split is available
+offline.
+
+Each size runs in a fresh process (``--one N``) that reports: the time to build the
+``Dataset`` (not part of the analysis), the wall and CPU time of ``Atlas().run`` (both
+fields, the shuffled-label control included, the default parameters), peak RSS, and the
+flagged-token counts. The machine's 2 cores are shared with other jobs; the CPU time is
+the steadier number.
+
+Usage::
+
+    python bench/bench_atlas_scale.py --sizes 10000 100000 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "results" / "atlas_scale.json"
+sys.path.insert(0, str(ROOT / "bench"))
+
+
+def one(n: int, bigrams: bool) -> dict:
+    from bench_leakage_scale import snli_like
+    from spurious.detectors.atlas import Atlas
+
+    t0 = time.perf_counter()
+    ds = snli_like(n, random_state=0)
+    build_s = time.perf_counter() - t0
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    result = Atlas(bigrams=bigrams).run(ds, progress=False)
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    m = result.metrics
+    return {
+        "n": n,
+        "bigrams": bigrams,
+        "dataset_build_s": round(build_s, 2),
+        "atlas_wall_s": round(wall, 2),
+        "atlas_cpu_s": round(cpu, 2),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "hypothesis_n_tested": int(m["hypothesis_n_tested"]),
+        "hypothesis_n_flagged": int(m["hypothesis_n_flagged"]),
+        "premise_n_tested": int(m["premise_n_tested"]),
+        "premise_n_flagged": int(m["premise_n_flagged"]),
+        "n_flagged_tokens_shuffled": int(m["n_flagged_tokens_shuffled"]),
+        "share_flagged": round(m["share_flagged"], 4),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--bigrams", action="store_true")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one(args.one, args.bigrams)), flush=True)
+        return 0
+    from spurious.utils.io import atomic_write_json
+
+    results = json.loads(args.out.read_text()) if args.out.exists() else {}
+    results["data"] = __doc__.split("\n\n")[1].replace("\n", " ")
+    results["machine"] = {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg()}
+    key = "bigrams" if args.bigrams else "unigrams"
+    runs = results.setdefault(key, {})
+    for n in args.sizes:
+        cmd = [sys.executable, __file__, "--one", str(n)] + (["--bigrams"] if args.bigrams else [])
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        row = json.loads(out.stdout.strip().splitlines()[-1])
+        row["load_avg_after"] = os.getloadavg()
+        runs[str(n)] = row
+        print(json.dumps(row), flush=True)
+        atomic_write_json(args.out, results)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,604 @@
+"""Model-free association of heuristics and simple properties with the gold label (issue 20, part 2).
+
+Every registered heuristic of the task (lexical overlap, negation, hypothesis length,
+subsequence ...) and three simple properties of every text field (length in words,
+punctuation marks, digits) is a 1-D feature x. Without any model, the analysis asks how
+much x alone tells about the gold label y:
+
+- **effect** (comparable across features): the out-of-fold accuracy of a *binned
+  classifier* (x cut at its quantiles into at most ``n_bins`` bins, each bin predicting the
+  majority label of its training fold) minus the out-of-fold accuracy of the majority
+  guess; in accuracy points, 0 = no information. Beside it, the plug-in mutual
+  information I(bin; y) in bits.
+- **p-value**: a permutation test of that effect (labels permuted, bins and folds fixed),
+  ``(1 + #{effect_perm >= effect}) / (1 + B)``; **Benjamini-Hochberg** over all features.
+- **per-label breakdown**: p(y | bin) for every bin, and which label the lowest and the
+  highest values point to (the label whose share rises most above its prior).
+
+Gururangan et al. (2018, Sec. 3) report these associations on SNLI as tables of
+conditional label shares (negation -> contradiction; long hypotheses -> neutral, short
+-> entailment); McCoy et al. (2019) name lexical overlap -> entailment. See
+docs/methods/associations.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from numbers import Integral, Real
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import StratifiedKFold
+
+from spurious.analysis import AnalysisOutput, Requirements, VerdictScale, register_analysis
+from spurious.context import RunContext
+from spurious.data.dataset import Dataset
+from spurious.detectors.atlas.stats import adjust_p, wilson_interval
+from spurious.detectors.base import Detector
+from spurious.exceptions import DetectorError
+from spurious.utils.validation import Interval, StrOptions
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "Associations",
+    "BinnedAssociation",
+    "bin_feature",
+    "binned_association",
+    "text_properties",
+]
+
+#: Fewest labelled examples (five folds need a few per label).
+MIN_EXAMPLES = 20
+
+_WORD = re.compile(r"\w+")
+_PUNCT = r"[^\w\s]"
+_DIGIT = r"\d"
+
+
+def text_properties(dataset: Dataset, fields: list[str] | None = None) -> pd.DataFrame:
+    """Length in words, punctuation marks and digits of every text field.
+
+    Columns ``<field>_n_words``, ``<field>_n_punct``, ``<field>_n_digits`` (float64).
+
+    Examples
+    --------
+    >>> from spurious.data.synthetic import make_nli_artifacts
+    >>> ds = make_nli_artifacts(n=3, random_state=0).dataset
+    >>> text_properties(ds, ["hypothesis"]).columns.tolist()
+    ['hypothesis_n_words', 'hypothesis_n_punct', 'hypothesis_n_digits']
+    """
+    out = {}
+    for field in fields or list(dataset.task.text_fields):
+        s = pd.Series(dataset.texts(field), dtype=object).fillna("").astype(str)
+        out[f"{field}_n_words"] = s.str.count(_WORD.pattern).astype(np.float64)
+        out[f"{field}_n_punct"] = s.str.count(_PUNCT).astype(np.float64)
+        out[f"{field}_n_digits"] = s.str.count(_DIGIT).astype(np.float64)
+    return pd.DataFrame(out)
+
+
+def bin_feature(x: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """Quantile bins of ``x`` (labels are not used); NaN gets a bin of its own (the last).
+
+    A feature with few distinct values gets one bin per value; ties never straddle a bin
+    edge. Returns the bin index per row and the inner edges (bin b holds
+    ``edges[b-1] <= x < edges[b]``).
+
+    Examples
+    --------
+    >>> bins, edges = bin_feature(np.array([0, 0, 0, 1, 2, np.nan]), 5)
+    >>> bins.tolist(), edges.tolist()
+    ([0, 0, 0, 1, 2, 3], [1.0, 2.0])
+    """
+    x = np.asarray(x, dtype=np.float64)
+    ok = np.isfinite(x)
+    if not ok.any():
+        return np.zeros(len(x), dtype=np.int64), np.array([])
+    values = np.unique(x[ok])
+    if len(values) <= n_bins:
+        edges = values[1:]
+    else:
+        qs = np.quantile(x[ok], np.linspace(0, 1, n_bins + 1)[1:-1], method="lower")
+        edges = np.unique(qs)
+        # An edge at the minimum would leave bin 0 empty: cut just above it instead.
+        edges = edges[edges > values[0]]
+    bins = np.searchsorted(edges, x, side="right").astype(np.int64)
+    bins[~ok] = len(edges) + 1
+    return bins, edges
+
+
+class BinnedAssociation:
+    """Out-of-fold binned-classifier accuracy of one feature, with its permutation test.
+
+    Attributes
+    ----------
+    accuracy, majority, effect : float
+        Out-of-fold accuracy of the binned classifier, of the majority guess, and the
+        difference (the effect).
+    effect_interval : (float, float)
+        95% Wilson interval of the accuracy minus the majority rate (the majority rate
+        held fixed).
+    mutual_information : float
+        I(bin; y) in bits (plug-in, all rows).
+    p_value : float
+        Permutation p-value of the effect.
+    table : numpy.ndarray, shape (n_bins, C)
+        Counts of (bin, label) over all rows.
+    correct : numpy.ndarray of bool
+        Per example: the out-of-fold binned prediction is the gold label.
+    p_gold : numpy.ndarray
+        Per example: p(gold | its bin) estimated on the other folds.
+    """
+
+    def __init__(self, **kw: Any) -> None:
+        self.__dict__.update(kw)
+
+
+def _oof(codes_by_fold: np.ndarray, n_folds: int, n_bins: int, n_classes: int) -> np.ndarray:
+    """Fold tables (B, F, n_bins, C) from flat codes; helper of :func:`binned_association`."""
+    size = n_folds * n_bins * n_classes
+    b = codes_by_fold.shape[0]
+    flat = codes_by_fold + (np.arange(b)[:, None] * size)
+    tables = np.bincount(flat.ravel(), minlength=b * size)
+    return tables.reshape(b, n_folds, n_bins, n_classes)
+
+
+def _accuracy_gain(fold_tables: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Out-of-fold correct counts of the binned and majority classifiers; per-bin picks."""
+    total = fold_tables.sum(axis=1, keepdims=True)
+    train = total - fold_tables  # (B, F, bins, C): everything but the fold
+    train_labels = train.sum(axis=2)  # (B, F, C)
+    majority = train_labels.argmax(axis=-1)  # (B, F)
+    pred = train.argmax(axis=-1)  # (B, F, bins); ties -> lower label id
+    unseen = train.sum(axis=-1) == 0
+    pred = np.where(unseen, majority[..., None], pred)
+    hit = np.take_along_axis(fold_tables, pred[..., None], axis=-1)[..., 0].sum(axis=(1, 2))
+    maj_hit = np.take_along_axis(fold_tables.sum(axis=2), majority[..., None], axis=-1)
+    return hit, maj_hit[..., 0].sum(axis=1), pred
+
+
+def binned_association(
+    x: np.ndarray,
+    y: np.ndarray,
+    n_classes: int,
+    folds: np.ndarray,
+    *,
+    n_bins: int = 10,
+    n_permutations: int = 1000,
+    random_state: int | None = 0,
+) -> BinnedAssociation:
+    """Effect, mutual information and permutation p-value of one 1-D feature.
+
+    Parameters
+    ----------
+    x : numpy.ndarray of float, shape (n,)
+        The feature (NaN allowed: its own bin).
+    y : numpy.ndarray of int, shape (n,)
+    n_classes : int
+    folds : numpy.ndarray of int, shape (n,)
+        Fold of every row (0 .. F-1).
+    n_bins : int
+        At most this many quantile bins (plus one for NaN).
+    n_permutations : int
+        Label permutations of the test.
+    random_state : int or None
+        Seeds the permutations; features tested with the same seed see the same ones.
+
+    Returns
+    -------
+    BinnedAssociation
+
+    Examples
+    --------
+    A feature equal to the label is perfectly informative; noise is not.
+
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 2, 400); folds = np.arange(400) % 5
+    >>> a = binned_association(y.astype(float), y, 2, folds, n_permutations=99)
+    >>> round(a.accuracy, 3), a.p_value
+    (1.0, 0.01)
+    >>> b = binned_association(rng.random(400), y, 2, folds, n_permutations=99)
+    >>> b.p_value > 0.05
+    True
+    """
+    y = np.asarray(y, dtype=np.int64)
+    n = len(y)
+    bins, edges = bin_feature(x, n_bins)
+    nb = int(bins.max()) + 1
+    n_folds = int(folds.max()) + 1
+    base = (folds.astype(np.int64) * nb + bins) * n_classes
+    fold_tables = _oof((base + y)[None, :], n_folds, nb, n_classes)
+    hit, maj_hit, pred = _accuracy_gain(fold_tables)
+    accuracy, majority = float(hit[0]) / n, float(maj_hit[0]) / n
+    effect = accuracy - majority
+    # Per example: correctness and p(gold | bin) from the other folds.
+    train = fold_tables.sum(axis=1, keepdims=True) - fold_tables
+    correct = pred[0, folds, bins] == y
+    row_train = train[0, folds, bins]  # (n, C)
+    tot = row_train.sum(axis=1)
+    p_gold = np.where(tot > 0, row_train[np.arange(n), y] / np.maximum(tot, 1), np.nan)
+    table = fold_tables[0].sum(axis=0)
+    mi = _mutual_information(table)
+    exceed = 0
+    # Chunks of permutations bound the memory (about 40 MB of permuted labels); chunk i
+    # has its own seed, so every feature sees the same permutations.
+    chunk = max(1, min(n_permutations, int(5e6 // max(n, 1))))
+    for i, start in enumerate(range(0, n_permutations, chunk)):
+        rng = np.random.default_rng([0 if random_state is None else random_state, i])
+        b = min(chunk, n_permutations - start)
+        y_perm = rng.permuted(np.broadcast_to(y, (b, n)), axis=1)
+        tables = _oof(base[None, :] + y_perm, n_folds, nb, n_classes)
+        h, m, _ = _accuracy_gain(tables)
+        exceed += int(((h - m) >= (hit[0] - maj_hit[0])).sum())
+    p_value = (1 + exceed) / (1 + n_permutations)
+    lo, hi = wilson_interval(int(hit[0]), n)
+    return BinnedAssociation(
+        accuracy=accuracy,
+        majority=majority,
+        effect=effect,
+        effect_interval=(lo - majority, hi - majority),
+        mutual_information=mi,
+        p_value=float(p_value),
+        table=table,
+        edges=edges,
+        has_nan_bin=bool((bins == len(edges) + 1).any()),
+        correct=correct,
+        p_gold=p_gold,
+    )
+
+
+def _mutual_information(table: np.ndarray) -> float:
+    """I(bin; y) in bits of a count table."""
+    t = np.asarray(table, dtype=np.float64)
+    n = t.sum()
+    if n <= 0:
+        return 0.0
+    pxy = t / n
+    px = pxy.sum(axis=1, keepdims=True)
+    py = pxy.sum(axis=0, keepdims=True)
+    nz = pxy > 0
+    return float((pxy[nz] * np.log2(pxy[nz] / (px @ py)[nz])).sum())
+
+
+def _bin_names(edges: np.ndarray, has_nan: bool, n_bins: int) -> list[str]:
+    def fmt(v: float) -> str:
+        return f"{v:g}"
+
+    names = []
+    bounds = [-np.inf, *edges.tolist(), np.inf]
+    for b in range(len(edges) + 1):
+        lo, hi = bounds[b], bounds[b + 1]
+        if np.isinf(lo):
+            names.append(f"< {fmt(hi)}" if not np.isinf(hi) else "all")
+        elif np.isinf(hi):
+            names.append(f">= {fmt(lo)}")
+        else:
+            names.append(f"[{fmt(lo)}, {fmt(hi)})")
+    if has_nan or n_bins > len(names):
+        names.append("missing")
+    return names[:n_bins]
+
+
+@register_analysis
+class Associations(Detector):
+    """Which heuristics and simple properties predict the gold label, without a model.
+
+    Parameters
+    ----------
+    heuristics : list of str or "auto", default="auto"
+        Registered heuristics to test (``"auto"``: every heuristic of the task that needs
+        neither a training split nor spaCy).
+    properties : bool, default=True
+        Also test length in words, punctuation marks and digits of every text field.
+    n_bins : int, default=10
+        Quantile bins of the binned classifier (a feature with fewer values gets one bin
+        per value).
+    n_folds : int, default=5
+        Folds of the out-of-fold accuracy (stratified by label).
+    n_permutations : int, default=1000
+        Label permutations of each feature's test (the smallest p-value is 1 / (B + 1)).
+    alpha : float, default=0.05
+        Level of the Benjamini-Hochberg-adjusted p-values that flag a feature.
+    issue_margin : float, default=0.1
+        An example is an issue when a flagged feature's bin raises p(gold label) by at
+        least this much over the label's prior.
+    random_state : int or None, default=0
+        Seeds the folds and the permutations.
+    """
+
+    name: ClassVar[str] = "associations"
+    description: ClassVar[str] = (
+        "Heuristics (overlap, negation, length ...) and simple properties against the gold "
+        "label: out-of-fold binned accuracy over the majority, permutation p, BH; no model."
+    )
+    requires: ClassVar[Requirements] = Requirements(labels=True)
+    fast_params: ClassVar[dict[str, Any]] = {"n_permutations": 99, "n_bins": 5}
+    profiles: ClassVar[dict[str, dict[str, Any]]] = {
+        "quick": {"n_permutations": 200},
+        "full": {},
+    }
+    verdict_scale: ClassVar[VerdictScale] = VerdictScale(
+        0.01,
+        0.03,
+        0.10,
+        {
+            "none": "no heuristic or property predicts the label",
+            "low": "a simple property predicts the label slightly",
+            "moderate": "a simple property predicts the label",
+            "high": "a simple property predicts the label strongly",
+        },
+    )
+    metric_docs: ClassVar[dict[str, str]] = {
+        "n_features": "Features tested (heuristics + properties per field).",
+        "n_significant": "Features with BH-adjusted permutation p <= alpha.",
+        "<feature>_effect": "Out-of-fold binned accuracy minus majority accuracy, [-1, 1].",
+        "<feature>_mi_bits": "I(bin; label) in bits, >= 0.",
+        "<feature>_p_value": "Permutation p-value of the effect, (0, 1].",
+        "<feature>_p_bh": "Benjamini-Hochberg-adjusted p-value over all features.",
+        "max_effect": "Largest effect among the significant features (0 when none).",
+        "max_effect_ci_low / _ci_high": "Its 95% Wilson interval (majority rate fixed).",
+        "min_p_bh": "Smallest BH-adjusted p-value.",
+        "share_issue": "Share of examples flagged by is_associations_issue.",
+    }
+    score_columns: ClassVar[dict[str, str]] = {
+        "id": "Example id.",
+        "associations_feature": "The significant feature whose bin raises p(gold) most ('' "
+        "when none).",
+        "associations_score": "That rise: p(gold | bin, other folds) - p(gold); in [-1, 1], "
+        "larger = the label is more visible in a simple property.",
+        "is_associations_issue": "associations_score >= issue_margin.",
+    }
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "heuristics": [list, tuple, StrOptions({"auto"})],
+        "properties": ["boolean"],
+        "n_bins": [Interval(Integral, 2, None, closed="left")],
+        "n_folds": [Interval(Integral, 2, None, closed="left")],
+        "n_permutations": [Interval(Integral, 1, None, closed="left")],
+        "alpha": [Interval(Real, 0, 1, closed="neither")],
+        "issue_margin": [Interval(Real, 0, 1, closed="both")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        heuristics: list[str] | str = "auto",
+        properties: bool = True,
+        n_bins: int = 10,
+        n_folds: int = 5,
+        n_permutations: int = 1000,
+        alpha: float = 0.05,
+        issue_margin: float = 0.1,
+        random_state: int | None = 0,
+    ) -> None:
+        self.heuristics = heuristics
+        self.properties = properties
+        self.n_bins = n_bins
+        self.n_folds = n_folds
+        self.n_permutations = n_permutations
+        self.alpha = alpha
+        self.issue_margin = issue_margin
+        self.random_state = random_state
+
+    def _heuristic_names(self, ds: Dataset) -> list[str]:
+        from spurious.heuristics import HEURISTICS, get_heuristic, list_heuristics
+
+        task = ds.task.name
+        if self.heuristics == "auto":
+            return [
+                n
+                for n in list_heuristics(task)
+                if not HEURISTICS[n].needs_train and not HEURISTICS[n].requires_spacy
+            ]
+        names = list(dict.fromkeys(self.heuristics))
+        for n in names:
+            get_heuristic(n, task=task)  # unknown -> ParameterError listing the task's
+        return names
+
+    def check(self, context: RunContext) -> None:
+        self._heuristic_names(context.target)
+
+    def _run(self, ctx: RunContext) -> AnalysisOutput:
+        ds = ctx.target
+        if len(ds) < MIN_EXAMPLES:
+            raise DetectorError(
+                f"Associations needs at least {MIN_EXAMPLES} labelled examples for "
+                f"{self.n_folds}-fold accuracies; got {len(ds)}."
+            )
+        y = ds.labels
+        names = tuple(ds.label_names)
+        features: dict[str, tuple[str, np.ndarray]] = {}
+        heuristic_names = self._heuristic_names(ds)
+        if heuristic_names:
+            values = ctx.heuristics(heuristic_names)
+            for h in heuristic_names:
+                features[h] = ("heuristic", values[h].to_numpy(dtype=np.float64))
+        duplicates: dict[str, str] = {}
+        if self.properties:
+            for col, v in text_properties(ds).items():
+                x = v.to_numpy()
+                # hypothesis_n_words is the hypothesis_length heuristic: test it once.
+                same = next(
+                    (k for k, (_, u) in features.items() if np.array_equal(u, x, equal_nan=True)),
+                    None,
+                )
+                if same is None:
+                    features[col] = ("property", x)
+                else:
+                    duplicates[col] = same
+        if not features:
+            raise DetectorError(
+                f"Associations has nothing to test on task {ds.task.name!r}: no heuristic "
+                "applies and properties=False."
+            )
+        rng = np.random.default_rng(self.random_state)
+        counts = np.bincount(y, minlength=ds.n_classes)
+        n_splits = int(min(self.n_folds, counts[counts > 0].min()))
+        if n_splits < 2:
+            raise DetectorError(
+                "Associations needs at least 2 examples of every label present for its "
+                f"folds; the rarest label has {counts[counts > 0].min()}."
+            )
+        seed = int(rng.integers(2**31 - 1))
+        folds = np.empty(len(y), dtype=np.int64)
+        skf = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed)
+        for f, (_, te) in enumerate(skf.split(np.zeros(len(y)), y)):
+            folds[te] = f
+        perm_seed = int(rng.integers(2**31 - 1))
+        results = {
+            name: binned_association(
+                x,
+                y,
+                ds.n_classes,
+                folds,
+                n_bins=self.n_bins,
+                n_permutations=self.n_permutations,
+                random_state=perm_seed,
+            )
+            for name, (_, x) in features.items()
+        }
+        fnames = list(results)
+        _, p_bh = adjust_p(np.array([results[f].p_value for f in fnames]))
+        prior = counts / counts.sum()
+        metrics: dict[str, float] = {"n_features": len(fnames)}
+        table_rows = []
+        significant = []
+        for f, q in zip(fnames, p_bh, strict=True):
+            a = results[f]
+            metrics[f"{f}_effect"] = a.effect
+            metrics[f"{f}_mi_bits"] = a.mutual_information
+            metrics[f"{f}_p_value"] = a.p_value
+            metrics[f"{f}_p_bh"] = float(q)
+            if q <= self.alpha:
+                significant.append(f)
+            table_rows.append(self._row(f, features[f][0], a, float(q), names, prior))
+        table_rows.sort(key=lambda r: (-r["effect"], r["feature"]))
+        # Per example: the significant feature whose bin raises p(gold) the most.
+        score = np.full(len(y), -np.inf)
+        which = np.full(len(y), "", dtype=object)
+        for f in significant:
+            lift = results[f].p_gold - prior[y]
+            better = np.nan_to_num(lift, nan=-np.inf) > score
+            score[better] = lift[better]
+            which[better] = f
+        score = np.where(np.isfinite(score), score, 0.0)
+        issue = score >= self.issue_margin
+        best = max(significant, key=lambda f: results[f].effect, default=None)
+        if best is not None:
+            lo, hi = results[best].effect_interval
+            metrics.update(
+                max_effect=results[best].effect, max_effect_ci_low=lo, max_effect_ci_high=hi
+            )
+        else:
+            metrics.update(max_effect=0.0)
+        metrics["n_significant"] = len(significant)
+        metrics["min_p_bh"] = float(np.min(p_bh)) if len(p_bh) else 1.0
+        metrics["share_issue"] = float(issue.mean())
+        scores = pd.DataFrame(
+            {
+                "id": ds.ids,
+                "associations_feature": which,
+                "associations_score": score,
+                "is_associations_issue": issue,
+            }
+        )
+        top = ", ".join(
+            f"{r['feature']} {r['effect']:+.3f}"
+            + (f" ({r['high_points_to']} high)" if r.get("high_points_to") else "")
+            for r in table_rows
+            if r["significant"]
+        )
+        summary = (
+            f"{len(significant)}/{len(fnames)} features predict the label (BH <= {self.alpha})"
+            + (f": {top}" if top else "")
+        )
+        details = {
+            "label_names": list(names),
+            "prior": {names[c]: float(p) for c, p in enumerate(prior)},
+            "features": table_rows,
+            "best": best,
+            "duplicates": duplicates,
+            "params": {
+                "n_bins": self.n_bins,
+                "n_folds": n_splits,
+                "n_permutations": self.n_permutations,
+                "alpha": self.alpha,
+            },
+        }
+        return AnalysisOutput(scores=scores, metrics=metrics, summary=summary, details=details)
+
+    def _row(
+        self,
+        name: str,
+        kind: str,
+        a: BinnedAssociation,
+        p_bh: float,
+        labels: tuple[str, ...],
+        prior: np.ndarray,
+    ) -> dict[str, Any]:
+        table = a.table.astype(np.float64)
+        n_bin = table.sum(axis=1)
+        share = np.divide(table, n_bin[:, None], out=np.zeros_like(table), where=n_bin[:, None] > 0)
+        bin_names = _bin_names(a.edges, a.has_nan_bin, len(table))
+        # The lowest and highest non-empty value bins (the NaN bin is not a value).
+        value_bins = [b for b in range(len(a.edges) + 1) if b < len(table) and n_bin[b] > 0]
+
+        def points_to(b: int) -> tuple[str | None, float]:
+            lift = share[b] - prior
+            c = int(np.argmax(lift))
+            return labels[c], float(lift[c])
+
+        row: dict[str, Any] = {
+            "feature": name,
+            "kind": kind,
+            "effect": a.effect,
+            "effect_ci": list(a.effect_interval),
+            "accuracy": a.accuracy,
+            "majority": a.majority,
+            "mi_bits": a.mutual_information,
+            "p_value": a.p_value,
+            "p_bh": p_bh,
+            "significant": p_bh <= self.alpha,
+            "bins": [
+                {
+                    "bin": bin_names[b] if b < len(bin_names) else str(b),
+                    "n": int(n_bin[b]),
+                    **{labels[c]: float(share[b, c]) for c in range(len(labels))},
+                }
+                for b in range(len(table))
+                if n_bin[b] > 0
+            ],
+        }
+        if len(value_bins) >= 2:
+            row["low_points_to"], row["low_lift"] = points_to(value_bins[0])
+            row["high_points_to"], row["high_lift"] = points_to(value_bins[-1])
+        return row
+
+    def headline(self, result) -> dict[str, Any]:
+        m = result.metrics
+        best = (result.details or {}).get("best")
+        n_sig = int(m.get("n_significant", 0))
+        rows = {r["feature"]: r for r in (result.details or {}).get("features", [])}
+        if best:
+            r = rows.get(best, {})
+            where = f" (high -> {r['high_points_to']})" if r.get("high_points_to") else ""
+            text = (
+                f"{n_sig} of {int(m.get('n_features', 0))} properties predict the label; "
+                f"strongest {best}{where}: +{m['max_effect']:.1%} accuracy over the majority"
+            )
+            interval = (m.get("max_effect_ci_low"), m.get("max_effect_ci_high"))
+        else:
+            text = f"no heuristic or property of {int(m.get('n_features', 0))} predicts the label"
+            interval = None
+        scale = dataclasses.replace(self.verdict_scale, alpha=self.alpha)
+        return scale.headline(
+            "model-free associations",
+            m.get("max_effect"),
+            text,
+            interval=interval,
+            p_value=m.get("min_p_bh"),
+            null="shuffled labels (permutation test, BH over features)",
+            measured="out-of-fold accuracy of a 1-D binned classifier minus the majority rate",
+        )
