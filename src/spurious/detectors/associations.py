@@ -101,7 +101,7 @@ def bin_feature(x: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
     if len(values) <= n_bins:
         edges = values[1:]
     else:
-        qs = np.quantile(x[ok], np.linspace(0, 1, n_bins + 1)[1:-1], method="lower")
+        qs = np.quantile(x[ok], np.linspace(0, 1, n_bins + 1)[1:-1], method="higher")
         edges = np.unique(qs)
         # An edge at the minimum would leave bin 0 empty: cut just above it instead.
         edges = edges[edges > values[0]]

@@ -58,7 +58,7 @@ def effect_plot(rows: Sequence[Mapping[str, Any]], max_rows: int = 15) -> str | 
     colors = [plots.PALETTE["flagged"] if r.get("significant") else "#9ca3af" for r in rows]
     ax.barh(y, eff, color=colors, height=0.6)
     ax.errorbar(
-        eff, y, xerr=[eff - ci[:, 0], ci[:, 1] - eff], fmt="none", ecolor="#1f2937",
+        eff, y, xerr=np.clip([eff - ci[:, 0], ci[:, 1] - eff], 0, None), fmt="none", ecolor="#1f2937",
         elinewidth=0.8, capsize=2,
     )  # fmt: skip
     ax.axvline(0.0, color="#6b7280", linewidth=0.8)
