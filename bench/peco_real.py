@@ -12,12 +12,28 @@ Two representations of the hypothesis:
 With frozen MiniLM the big sets are also scored whole (SNLI dev, SNLI test_tokenized,
 MNLI dev matched; k = 50, |PC| = 30). The CAD comparison (original vs revised_combined,
 the paper's SNLI > CAugNLI) scores both test sets with the same k. The App. C sweep runs
-on SNLI dev. Delta_maj of the partial-input analysis comes from
-``bench/results/leakage_real.json`` (same splits) for the ranking comparison.
+on SNLI dev (every cell the mean over the analysis' 5 k-means seeds). Delta_maj of the
+partial-input analysis comes from ``bench/results/leakage_real.json`` (same splits) for
+the ranking comparison.
+
+Every row records the headline (severity, inconclusive, the excess interval over k-means
+seeds and bootstrap) and the biased regions under the three rules (the authors' sum of
+squares > 0.25, Eq. 11 > 0.2**2/C, the per-cluster permutation test) with how many
+clusters each rule flags under shuffled labels. ``profiles`` runs SNLI dev with the
+quick and full audit profiles at three base seeds: does the severity move with the
+k-means seeds?
 
 Writes ``bench/results/peco_real.json``. Usage::
 
-    python bench/peco_real.py [--skip-finetune] [--epochs 2]
+    python bench/peco_real.py [--skip-finetune] [--epochs 2] [--keep-psc]
+    python bench/peco_real.py --psc-features runs/peco-psc-gpu
+
+``--keep-psc`` (with ``--skip-finetune``) copies the PSC rows of the previous JSON,
+marked ``"stale": true``, instead of dropping them. ``--psc-features DIR`` reads the PSC
+representations from ``DIR/<name>.npy`` with the row ids in ``DIR/psc_meta.json`` (as
+written by a fine-tune on another machine: same fine-tune, same pooled last layer, e.g.
+on a GPU), instead of fine-tuning here. The 2-D map is off (``projection="none"``): the
+bench measures scores; ``bench_peco_scale.py`` times the map.
 """
 
 from __future__ import annotations
@@ -38,9 +54,15 @@ from spurious.utils.io import atomic_write_json
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 KEYS = ("peco_l2", "peco_l2_ci_low", "peco_l2_ci_high", "peco_l2_seed_sd", "peco_l2_baseline",
-        "peco_l2_excess", "peco_l2_p_value", "peco_kl", "peco_kl_ci_low", "peco_kl_ci_high",
-        "peco_kl_baseline", "peco_kl_excess", "peco_l2_reference", "peco_kl_reference",
-        "n_clusters", "n_biased_clusters", "share_in_biased_regions")  # fmt: skip
+        "peco_l2_excess", "peco_l2_excess_ci_low", "peco_l2_excess_ci_high", "peco_l2_p_value",
+        "peco_kl", "peco_kl_ci_low", "peco_kl_ci_high", "peco_kl_baseline", "peco_kl_excess",
+        "peco_kl_excess_ci_low", "peco_kl_excess_ci_high", "peco_l2_reference",
+        "peco_kl_reference", "n_clusters", "n_biased_clusters", "n_biased_clusters_null",
+        "share_in_biased_regions", "share_in_biased_regions_null",
+        "region_threshold")  # fmt: skip
+REGION_KEYS = ("n_biased_clusters", "n_biased_clusters_null", "share_in_biased_regions",
+               "share_in_biased_regions_null", "region_threshold",
+               "max_dominant_share")  # fmt: skip
 
 
 def held_out_settings():
@@ -48,17 +70,63 @@ def held_out_settings():
     return settings()
 
 
+def _regions(res) -> dict:
+    out = {k: res.metrics.get(k) for k in REGION_KEYS if k in res.metrics}
+    flagged = [c["dominant_share"] for c in res.details["clusters"] if c["biased"]]
+    out["max_dominant_share"] = max(flagged) if flagged else None
+    return out
+
+
 def score(dataset, features: str, **params) -> tuple[dict, float]:
     ctx = RunContext(dataset, progress=False)
     ctx.features(features, "hypothesis_only")  # embed first: timed apart from the analysis
     t0 = time.perf_counter()
-    res = Peco(features=features, **params).run(context=ctx)
+    res = Peco(features=features, projection="none", **params).run(context=ctx)
     wall = time.perf_counter() - t0
     row = {k: res.metrics.get(k) for k in KEYS}
-    row.update(n=len(dataset), analysis_s=round(wall, 2))
+    h = res.headline
+    row.update(
+        n=len(dataset),
+        analysis_s=round(wall, 2),
+        severity=h["severity"],
+        inconclusive=h["inconclusive"],
+        verdict=h["verdict"],
+        regions={"authors": _regions(res)},
+    )
+    # The other region rules on the same (first-seed) clusters: one seed, no bootstrap.
+    light = {**params, "n_seeds": 1, "n_bootstrap": 0, "run_sweep": False}
+    for rule in ("eq11", "null"):
+        other = Peco(features=features, region_rule=rule, projection="none", **light)
+        other = other.run(context=ctx)
+        row["regions"][rule] = _regions(other)
     if "sweep" in res.details:
         row["sweep"] = res.details["sweep"]
     return row, wall
+
+
+def profiles(dataset, seeds=(0, 10, 20)) -> list[dict]:
+    """SNLI dev's headline under the quick and full audit profiles at several base seeds."""
+    ctx = RunContext(dataset, progress=False)
+    rows = []
+    for name in ("quick", "full"):
+        params = {**Peco.profiles[name], "run_sweep": False, "projection": "none"}
+        for seed in seeds:
+            res = Peco(**params, random_state=seed).run(context=ctx)
+            m, h = res.metrics, res.headline
+            rows.append({
+                "profile": name, "random_state": seed, "n_seeds": res.params["n_seeds"],
+                "peco_l2_excess": m["peco_l2_excess"],
+                "peco_l2_excess_ci_low": m["peco_l2_excess_ci_low"],
+                "peco_l2_excess_ci_high": m["peco_l2_excess_ci_high"],
+                "peco_l2_seed_sd": m["peco_l2_seed_sd"], "p_value": m["peco_l2_p_value"],
+                "severity": h["severity"], "inconclusive": h["inconclusive"],
+            })  # fmt: skip
+            r = rows[-1]
+            print(f"  {name:5s} seed {seed:2d}: excess {r['peco_l2_excess']:.3f} "
+                  f"[{r['peco_l2_excess_ci_low']:.3f}, {r['peco_l2_excess_ci_high']:.3f}] "
+                  f"{r['severity']}{' (inconclusive)' if r['inconclusive'] else ''}",
+                  flush=True)  # fmt: skip
+    return rows
 
 
 def psc_model(name: str, train, scored, epochs: int) -> Path:
@@ -77,16 +145,28 @@ def psc_model(name: str, train, scored, epochs: int) -> Path:
     return out
 
 
+def precomputed_psc(folder: Path, name: str):
+    """PSC hypothesis representations computed elsewhere (``--psc-features``)."""
+    from spurious.features.precomputed import PrecomputedFeaturizer
+
+    meta = json.loads((folder / "psc_meta.json").read_text())[name]
+    return PrecomputedFeaturizer({"hypothesis_only": folder / f"{name}.npy"}, ids=meta["ids"])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--skip-finetune", action="store_true")
     ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--keep-psc", action="store_true")
+    ap.add_argument("--psc-features", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/peco_real.json")
     args = ap.parse_args()
     if not DATA.exists():
         print(f"needs {DATA}", file=sys.stderr)
         return 1
+    previous = json.loads(args.out.read_text()) if args.out.exists() else {}
     results: dict = {"whole": {}, "held_out": {}, "protocol": __doc__}
+    t_start = time.process_time()
 
     whole = {
         "snli_dev": DATA / "snli/dev.jsonl",
@@ -106,15 +186,32 @@ def main() -> int:
         train, scored = make()
         # The CAD tests (400 / 1,600) get the same k, so their scores compare.
         k = 10 if name.startswith("cad") else "auto"
-        feats = ["minilm"] + ([] if args.skip_finetune else ["psc"])
+        feats = ["minilm"] + ([] if args.skip_finetune and not args.psc_features else ["psc"])
+        old = previous.get("held_out", {}).get(f"{name}/psc")
+        if args.skip_finetune and args.keep_psc and old is not None:
+            results["held_out"][f"{name}/psc"] = {**old, "stale": True}
         for f in feats:
-            spec = f"finetuned:{psc_model(name, train, scored, args.epochs)}" if f == "psc" else f
+            if f == "psc" and args.psc_features:
+                spec = precomputed_psc(args.psc_features, name)
+            elif f == "psc":
+                spec = f"finetuned:{psc_model(name, train, scored, args.epochs)}"
+            else:
+                spec = f
             row, wall = score(scored, spec, n_clusters=k)
             results["held_out"][f"{name}/{f}"] = row
             print(f"{name:22s} {f:6s} n={len(scored):5d} k={row['n_clusters']:.0f} "
                   f"PECO_L2 {row['peco_l2']:.3f} [{row['peco_l2_ci_low']:.3f}, "
                   f"{row['peco_l2_ci_high']:.3f}] shuffled {row['peco_l2_baseline']:.3f} "
                   f"excess {row['peco_l2_excess']:+.3f} ({wall:.1f}s)", flush=True)  # fmt: skip
+
+    if args.psc_features:
+        meta = json.loads((args.psc_features / "psc_meta.json").read_text())
+        results["psc_fine_tunes"] = {
+            k: {f: v for f, v in m.items() if f != "ids"} for k, m in meta.items()
+        }
+    print("profiles on SNLI dev (minilm):", flush=True)
+    results["profiles_snli_dev"] = profiles(load_dataset(whole["snli_dev"], "nli"))
+    results["cpu_s"] = round(time.process_time() - t_start, 1)
 
     leak = ROOT / "bench/results/leakage_real.json"
     if leak.exists():
