@@ -20,6 +20,7 @@ from spurious.cli.aflite import aflite
 from spurious.cli.amplify import amplify
 from spurious.cli.audit import audit, run_command
 from spurious.cli.bias import bias, resample
+from spurious.cli.canary import canary
 from spurious.cli.fairness import fairness
 from spurious.cli.ids import ids
 from spurious.cli.info import list_analyses, list_detectors, report, schema
@@ -78,6 +79,7 @@ for _command in (
     list_detectors,
     schema,
     ids,
+    canary,
 ):
     main.add_command(_command)
 
