@@ -78,6 +78,9 @@ def test_learned_mixin_and_entropy_penalty_by_hand():
         )
         assert float(got.detach()) == pytest.approx(expected + h_weight * entropy, rel=1e-5)
     assert make_loss("learned_mixin_h", hidden_size=2).entropy_penalty == 0.4
+    # With the number of classes, paper 001's QA value is scaled: 0.4 * ln 3 / ln 384.
+    three = make_loss("learned_mixin_h", hidden_size=2, n_classes=3).entropy_penalty
+    assert three == pytest.approx(0.4 * math.log(3) / math.log(384))
 
 
 def test_confidence_regularization_by_hand_exponentiates_once():
@@ -96,9 +99,22 @@ def test_confidence_regularization_by_hand_exponentiates_once():
 
 
 def test_reweighting_by_hand():
-    weights = 1 - BIAS[np.arange(2), LABELS]
-    ce = -_log_softmax(LOGITS)[np.arange(2), LABELS]
-    assert _call("reweight", bias_probs=BIAS) == pytest.approx((weights * ce).mean(), rel=1e-6)
+    # sum(w * CE) / sum(w), as Clark et al.'s and Utama et al.'s ReweightBaseline.
+    # Weights 1 - 0.7 = 0.3 and 1 - 0.8 = 0.2; CE of row 0 = -log softmax([1, 0, -1])[0]
+    # = 0.40761, of row 1 = -log softmax([.5, .5, 0])[2] = 1.45802 (by hand, 5 digits).
+    ce = np.array([0.40761, 1.45802])
+    np.testing.assert_allclose(-_log_softmax(LOGITS)[np.arange(2), LABELS], ce, atol=1e-5)
+    expected = (0.3 * 0.40761 + 0.2 * 1.45802) / 0.5  # = 0.82777, not the batch mean 0.20694
+    assert _call("reweight", bias_probs=BIAS) == pytest.approx(expected, abs=2e-5)
+    # Equal weights: plain cross-entropy, whatever the weight (the loss keeps CE's scale).
+    for b_gold in (0.0, 0.5, 0.9):
+        flat = np.full((2, 3), (1 - b_gold) / 2)
+        flat[np.arange(2), LABELS] = b_gold
+        assert _call("reweight", bias_probs=flat) == pytest.approx(_call("plain"), rel=1e-6)
+    # A fully biased example (weight 0) drops out: the loss is the other one's CE.
+    one = BIAS.copy()
+    one[0] = [1.0, 0.0, 0.0]
+    assert _call("reweight", bias_probs=one) == pytest.approx(ce[1], abs=2e-5)
 
 
 def test_losses_say_what_they_miss():

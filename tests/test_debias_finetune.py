@@ -105,6 +105,20 @@ def test_step_one_loss_is_the_loss_module_on_the_same_logits(loss, tiny_model, d
     assert logged == pytest.approx(float(expected), abs=2e-5)
 
 
+def test_entropy_weight_follows_the_models_number_of_classes(tiny_model):
+    from transformers import AutoModelForSequenceClassification
+
+    from spurious.models.debias.losses import default_entropy_penalty
+
+    model = AutoModelForSequenceClassification.from_pretrained(tiny_model)
+    k = int(model.config.num_labels)
+    assert build_loss("learned_mixin_h", {}, model, 0).entropy_penalty == pytest.approx(
+        default_entropy_penalty(k)
+    )
+    explicit = build_loss("learned_mixin_h", {"entropy_penalty": 0.4}, model, 0)
+    assert explicit.entropy_penalty == 0.4
+
+
 def test_learned_mixin_gate_is_trained_and_saved(tiny_model, data, tmp_path):
     train, _ = data
     cfg = _cfg(tiny_model, loss="learned_mixin_h", record_dynamics=False, epochs=2)

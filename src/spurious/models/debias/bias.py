@@ -11,13 +11,16 @@ Four sources (paper 001 App. B.2.1, paper 002 Sec. 6 / Utama et al. 2020b):
   few epochs (Utama et al. 2020b: 2,000 examples x 3 epochs for MNLI);
 - :func:`load_bias_file`: probabilities computed elsewhere, keyed by example id.
 
-:func:`rescale_bias` then squeezes them (paper 001 App. B.2.3-4).
+:func:`fit_bias_model` trains a bias model on its own budget (early stopping on the
+out-of-fold NLL) and calibrates it (temperature scaling on the out-of-fold predictions);
+:func:`rescale_bias` then squeezes the probabilities (paper 001 App. B.2.3-4).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +29,16 @@ import pandas as pd
 
 from spurious.data.dataset import Dataset
 from spurious.exceptions import DataFormatError, ParameterError
+from spurious.models.debias.calibration import (
+    apply_temperature,
+    calibration_metrics,
+    fit_temperature,
+    negative_log_likelihood,
+)
 
 __all__ = [
+    "BiasModelFit",
+    "fit_bias_model",
     "heuristic_bias",
     "load_bias_file",
     "out_of_fold_proba",
@@ -110,6 +121,151 @@ def out_of_fold_proba(
         )
         out[score_rows] = model.predict_proba(X[score_rows])
     return out
+
+
+def _folds(y: np.ndarray, n_folds: int, groups: np.ndarray | None, random_state: int) -> list:
+    from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
+
+    if groups is None:
+        splitter = StratifiedKFold(n_folds, shuffle=True, random_state=random_state)
+        return list(splitter.split(np.zeros(len(y)), y))
+    splitter = StratifiedGroupKFold(n_folds, shuffle=True, random_state=random_state)
+    return list(splitter.split(np.zeros(len(y)), y, groups))
+
+
+@dataclass
+class BiasModelFit:
+    """A bias model trained on its own budget and calibrated (:func:`fit_bias_model`).
+
+    Attributes
+    ----------
+    train_probs : ndarray of shape (n_train, C)
+        Out-of-fold probabilities of the training rows, temperature-scaled.
+    eval_probs : ndarray of shape (n_eval, C) or None
+        Probabilities of the evaluation rows from a model trained on every training row
+        for ``epochs`` epochs, temperature-scaled.
+    eval_probs_before : ndarray of shape (n_eval, C) or None
+        The same before temperature scaling.
+    temperature : float
+        ``T`` fitted on the out-of-fold predictions (1.0 without calibration).
+    epochs : int
+        Epochs of the model that scores the evaluation rows: the median of the folds'
+        best epochs.
+    fold_epochs : list of int
+        Each fold's epoch of lowest held-out NLL.
+    metrics : dict
+        ``oof_<m>_before`` / ``oof_<m>`` (accuracy, confidence, ece, nll) on the
+        out-of-fold predictions before / after temperature scaling.
+    """
+
+    train_probs: np.ndarray
+    eval_probs: np.ndarray | None
+    eval_probs_before: np.ndarray | None
+    temperature: float
+    epochs: int
+    fold_epochs: list[int] = field(default_factory=list)
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def fit_bias_model(
+    X: Any,
+    y: np.ndarray,
+    X_eval: Any = None,
+    *,
+    n_classes: int,
+    max_epochs: int = 30,
+    patience: int = 3,
+    calibrate: bool = True,
+    n_folds: int = 5,
+    groups: np.ndarray | None = None,
+    random_state: int = 0,
+    **train: Any,
+) -> BiasModelFit:
+    """Train a bias model on its own budget and calibrate it on out-of-fold predictions.
+
+    The bias model is not the main model: a debiasing objective reads its
+    *probabilities*, so it must be calibrated, not only accurate. Trained with the main
+    model's budget (10 epochs, no early stopping) a hypothesis-only MLP on SNLI is right
+    58% of the time but 75% confident (issue 19). Here:
+
+    1. **early stopping on the out-of-fold NLL**: each of ``n_folds`` (grouped) folds
+       trains for up to ``max_epochs`` and keeps its held-out rows' probabilities at
+       the epoch of lowest held-out NLL (stopping after ``patience`` epochs without
+       improvement);
+    2. **temperature scaling** (Guo et al. 2017): one ``T`` minimises the NLL of the
+       out-of-fold probabilities (:func:`~spurious.models.debias.calibration.fit_temperature`)
+       and is applied to them and to the evaluation rows;
+    3. the evaluation rows are scored by a model trained on every training row for the
+       median of the folds' best epochs.
+
+    The held-out fold both picks its stopping epoch and is scored at it, a mild
+    optimism against nested cross-fitting that costs ``n_folds`` times more; ``T`` is
+    fitted on the same predictions and absorbs most of it.
+
+    Parameters
+    ----------
+    X, y : training features (the bias model's view) and labels
+    X_eval : features of the evaluation rows, optional
+    n_classes : int
+    max_epochs, patience : int
+    calibrate : bool, default=True
+        Fit ``T``; ``False`` keeps ``T = 1`` (early stopping still applies).
+    n_folds, groups, random_state
+        As :func:`out_of_fold_proba`.
+    **train
+        Passed to :func:`~spurious.models.debias.fast.train_fast` (``hidden_size`` ...).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(600, 4)); y = (X[:, 0] + rng.normal(size=600) > 0).astype(int)
+    >>> fit = fit_bias_model(X, y, X[:10], n_classes=2, max_epochs=8)
+    >>> fit.train_probs.shape, fit.eval_probs.shape, 1 <= fit.epochs <= 8
+    ((600, 2), (10, 2), True)
+    >>> bool(fit.metrics["oof_nll"] <= fit.metrics["oof_nll_before"] + 1e-9)
+    True
+    """
+    from spurious.models.debias.fast import train_fast
+
+    for name, value in (("max_epochs", max_epochs), ("patience", patience)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise ParameterError(f"The {name!r} argument must be an int >= 1; got {value!r}.")
+    train.pop("epochs", None)  # the bias model's budget is max_epochs + early stopping
+    y = np.asarray(y)
+    oof = np.zeros((len(y), n_classes))
+    fold_epochs: list[int] = []
+    for i, (fit_rows, score_rows) in enumerate(_folds(y, n_folds, groups, random_state)):
+        X_score, y_score = X[score_rows], y[score_rows]
+        best = {"nll": np.inf, "epoch": 0, "probs": None}
+
+        def watch(epoch: int, model: Any, X_score=X_score, y_score=y_score, best=best) -> bool:
+            probs = model.predict_proba(X_score)
+            nll = negative_log_likelihood(probs, y_score)
+            if nll < best["nll"] - 1e-6:
+                best.update(nll=nll, epoch=epoch, probs=probs)
+            return epoch - best["epoch"] >= patience
+
+        train_fast(
+            X[fit_rows], y[fit_rows], n_classes=n_classes, epochs=max_epochs,
+            epoch_callback=watch, random_state=random_state + i, **train,
+        )  # fmt: skip
+        oof[score_rows] = best["probs"]
+        fold_epochs.append(int(best["epoch"]))
+    epochs = max(1, round(float(np.median(fold_epochs))))
+    temperature = fit_temperature(oof, y) if calibrate else 1.0
+    metrics = {f"oof_{k}_before": v for k, v in calibration_metrics(oof, y).items()}
+    train_probs = apply_temperature(oof, temperature)
+    metrics.update({f"oof_{k}": v for k, v in calibration_metrics(train_probs, y).items()})
+    eval_probs = eval_before = None
+    if X_eval is not None:
+        model = train_fast(
+            X, y, n_classes=n_classes, epochs=epochs, random_state=random_state, **train
+        )
+        eval_before = model.predict_proba(X_eval)
+        eval_probs = apply_temperature(eval_before, temperature)
+    return BiasModelFit(
+        train_probs, eval_probs, eval_before, temperature, epochs, fold_epochs, metrics
+    )
 
 
 def partial_input_bias(X_partial: Any, y: np.ndarray, **kwargs: Any) -> np.ndarray:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +87,7 @@ def train_fast(
     loss_params: dict[str, Any] | None = None,
     sample_weight_rows: np.ndarray | None = None,
     eval_data: tuple[Any, np.ndarray] | None = None,
+    epoch_callback: Callable[[int, FastModel], bool | None] | None = None,
     epochs: int = 10,
     lr: float = 1e-3,
     batch_size: int | None = None,
@@ -116,6 +118,9 @@ def train_fast(
         every row once per epoch.
     eval_data : (X_eval, y_eval), optional
         Scored after every epoch (never trained on): ``FastModel.eval_accuracy``.
+    epoch_callback : callable, optional
+        Called as ``epoch_callback(epoch, model)`` (epoch counted from 1) after every
+        epoch; a true return value stops training (early stopping by the caller).
     epochs, lr, batch_size, hidden_size, weight_decay
         As :func:`spurious.models.dynamics.probe_dynamics` (batch size default
         ``n // 32`` clipped to [8, 128]).
@@ -154,7 +159,7 @@ def train_fast(
         else make_loss(
             loss,
             hidden_size=hidden_size if loss.startswith("learned_mixin") else None,
-            **(loss_params or {}),
+            **{"n_classes": k, **(loss_params or {})},
         )
     )
     side = {}
@@ -225,6 +230,8 @@ def train_fast(
             if eval_data is not None:
                 pred = model.predict(eval_data[0])
                 eval_accuracy.append(float((pred == np.asarray(eval_data[1])).mean()))
+            if epoch_callback is not None and epoch_callback(len(epoch_losses), model):
+                break
     finally:
         torch.set_num_threads(threads_before)
     model.train_seconds = time.perf_counter() - start

@@ -16,7 +16,8 @@ reads it). At test time only the main model's logits are used.
   explain what the bias model cannot.
 - ``learned_mixin`` (Clark et al. 2019): ``softmax(log p + g(x) log b)`` with a learned
   gate ``g(x) = softplus(w . h(x) + c) >= 0``; ``learned_mixin_h`` adds the entropy
-  penalty ``H * entropy(softmax(g(x) log b))`` (paper 001 uses H = 0.4) so the gate
+  penalty ``H * entropy(softmax(g(x) log b))`` (paper 001 uses H = 0.4 for QA spans;
+  by default we scale it to K classes, :func:`default_entropy_penalty`) so the gate
   cannot switch the bias off.
 - ``conf_reg`` (confidence regularization, Utama et al. 2020a): distil a teacher's
   distribution scaled down by the bias model's confidence in the gold label,
@@ -24,11 +25,14 @@ reads it). At test time only the main model's logits are used.
   Exponentiated once, as published (a known public implementation exponentiates
   values that are already probabilities a second time).
 - ``reweight`` (example reweighting, Schuster et al. 2019; Utama et al. 2020b, used by
-  paper 002 Sec. 6): cross-entropy weighted by ``1 - b_gold``, averaged over the batch.
+  paper 002 Sec. 6): cross-entropy weighted by ``w = 1 - b_gold``, normalised by the
+  batch's total weight, ``sum(w * CE) / sum(w)``, as Clark et al.'s and Utama et al.'s
+  ``ReweightBaseline`` do.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import torch
@@ -40,17 +44,45 @@ from spurious.utils.registry import Registry
 
 __all__ = [
     "LOSSES",
+    "QA_POSITIONS",
     "ConfidenceRegularization",
     "DebiasLoss",
     "LearnedMixin",
     "PlainLoss",
     "ProductOfExperts",
     "Reweighting",
+    "default_entropy_penalty",
     "make_loss",
 ]
 
 #: Smallest bias probability used inside a log (a bias model may output exact zeros).
 EPS = 1e-12
+#: Paper 001's entropy weight of LearnedMixin+H, tuned for SQuAD span prediction.
+PAPER_ENTROPY_PENALTY = 0.4
+#: The classes paper 001's H was tuned over: start/end positions of a BERT input of
+#: Hugging Face's default QA length (384 tokens).
+QA_POSITIONS = 384
+
+
+def default_entropy_penalty(n_classes: int) -> float:
+    """LearnedMixin+H's entropy weight for ``n_classes`` classes: ``0.4 * ln K / ln 384``.
+
+    Paper 001 tuned ``H = 0.4`` for QA spans (a softmax over ~384 positions). The
+    penalty ``H * entropy(softmax(g(x) log b))`` is bounded by ``H * ln K``, so on 3
+    classes the same ``H`` is, relative to the largest entropy it can remove, 5.4 times
+    stronger than on QA: it drives the gate up until the main model over-corrects
+    (SNLI: accuracy 0.687 at H = 0, 0.574 at H = 0.4; issue 19). Scaling by
+    ``ln K / ln 384`` keeps ``H * max entropy`` at the paper's value (0.4 * ln 384 =
+    2.38 nats). Pass ``entropy_penalty`` to set it explicitly.
+
+    Examples
+    --------
+    >>> round(default_entropy_penalty(3), 4), round(default_entropy_penalty(384), 4)
+    (0.0738, 0.4)
+    """
+    if isinstance(n_classes, bool) or int(n_classes) < 2:
+        raise ParameterError(f"The 'n_classes' argument must be an int >= 2; got {n_classes!r}.")
+    return PAPER_ENTROPY_PENALTY * math.log(int(n_classes)) / math.log(QA_POSITIONS)
 
 
 class DebiasLoss(nn.Module):
@@ -188,11 +220,37 @@ class LearnedMixin(DebiasLoss):
 
 @_register
 class LearnedMixinH(LearnedMixin):
-    """LearnedMixin+H: the entropy penalty on by default (H = 0.4, paper 001 App. B.2.3)."""
+    """LearnedMixin+H: the entropy penalty on by default (paper 001 App. B.2.3).
+
+    Parameters
+    ----------
+    hidden_size : int
+    entropy_penalty : float or None, default=None
+        ``H``; ``None``: :func:`default_entropy_penalty` of ``n_classes`` (0.4 scaled
+        from QA's 384 positions to K classes), or the paper's 0.4 when ``n_classes`` is
+        not given.
+    n_classes : int or None, default=None
+
+    Examples
+    --------
+    >>> round(LearnedMixinH(hidden_size=4, n_classes=3).entropy_penalty, 4)
+    0.0738
+    >>> LearnedMixinH(hidden_size=4, entropy_penalty=0.4, n_classes=3).entropy_penalty
+    0.4
+    """
 
     name: ClassVar[str] = "learned_mixin_h"
 
-    def __init__(self, hidden_size: int, entropy_penalty: float = 0.4) -> None:
+    def __init__(
+        self,
+        hidden_size: int,
+        entropy_penalty: float | None = None,
+        n_classes: int | None = None,
+    ) -> None:
+        if entropy_penalty is None:
+            entropy_penalty = (
+                PAPER_ENTROPY_PENALTY if n_classes is None else default_entropy_penalty(n_classes)
+            )
         super().__init__(hidden_size, entropy_penalty)
 
 
@@ -235,15 +293,20 @@ class ConfidenceRegularization(DebiasLoss):
 
 @_register
 class Reweighting(DebiasLoss):
-    """Example reweighting: ``mean_i (1 - b_gold(i)) * CE_i`` (Utama et al. 2020b).
+    """Example reweighting: ``sum_i w_i CE_i / sum_i w_i``, ``w_i = 1 - b_gold(i)``.
+
+    Normalised by the batch's total weight as the reference implementations (Clark et
+    al. 2019's and Utama et al. 2020b's ``ReweightBaseline``) do, so the loss stays on
+    cross-entropy's scale however biased a batch is (a batch mean would shrink the
+    learning rate by the mean weight). A batch whose weights are all 0 gives 0.
 
     Examples
     --------
     >>> rw = Reweighting()
-    >>> logits, y = torch.tensor([[2.0, 0.0], [2.0, 0.0]]), torch.tensor([0, 0])
-    >>> b = torch.tensor([[1.0, 0.0], [0.0, 1.0]])  # first example fully biased
-    >>> round(float(rw(logits, y, bias_probs=b)), 4)  # (0 * 0.1269 + 1 * 0.1269) / 2
-    0.0635
+    >>> logits, y = torch.tensor([[2.0, 0.0], [0.0, 0.0]]), torch.tensor([0, 0])
+    >>> b = torch.tensor([[0.5, 0.5], [0.75, 0.25]])  # weights 0.5 and 0.25
+    >>> round(float(rw(logits, y, bias_probs=b)), 4)  # (0.5 * 0.1269 + 0.25 * 0.6931) / 0.75
+    0.3157
     """
 
     name: ClassVar[str] = "reweight"
@@ -251,7 +314,8 @@ class Reweighting(DebiasLoss):
     def forward(self, logits, labels, *, bias_probs=None, teacher_probs=None, hidden=None):
         b = self._need("bias_probs", bias_probs)
         weights = 1.0 - _gold(b, labels)
-        return (weights * fn.cross_entropy(logits, labels, reduction="none")).mean()
+        ce = fn.cross_entropy(logits, labels, reduction="none")
+        return (weights * ce).sum() / weights.sum().clamp_min(EPS)
 
 
 def make_loss(name: str, *, hidden_size: int | None = None, **params: Any) -> DebiasLoss:
@@ -260,13 +324,21 @@ def make_loss(name: str, *, hidden_size: int | None = None, **params: Any) -> De
 
     Examples
     --------
-    >>> make_loss("learned_mixin_h", hidden_size=8).entropy_penalty
-    0.4
+    ``n_classes`` sets LearnedMixin+H's default entropy weight
+    (:func:`default_entropy_penalty`); an explicit ``entropy_penalty`` wins.
+
+    >>> round(make_loss("learned_mixin_h", hidden_size=8, n_classes=3).entropy_penalty, 4)
+    0.0738
+    >>> make_loss("learned_mixin_h", hidden_size=8, n_classes=3, entropy_penalty=0.2).entropy_penalty
+    0.2
     """
     cls = LOSSES.get(name)
+    n_classes = params.pop("n_classes", None)
     if cls.needs_hidden:
         if hidden_size is None:
             raise ParameterError(f"The {name!r} loss needs 'hidden_size' (its gate's input).")
+        if issubclass(cls, LearnedMixinH):
+            return cls(hidden_size=hidden_size, n_classes=n_classes, **params)
         return cls(hidden_size=hidden_size, **params)
     if params:
         raise ParameterError(f"The {name!r} loss takes no parameters; got {sorted(params)}.")

@@ -233,7 +233,9 @@ def build_loss(name: str, params: dict[str, Any], model: Any, seed: int) -> Any:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         if cls.needs_hidden:
-            return make_loss(name, hidden_size=int(model.config.hidden_size), **params)
+            # LearnedMixin+H's default entropy weight depends on the number of classes.
+            extra = {} if "n_classes" in params else {"n_classes": int(model.config.num_labels)}
+            return make_loss(name, hidden_size=int(model.config.hidden_size), **extra, **params)
         return make_loss(name, **params)
 
 

@@ -1,7 +1,8 @@
 """Report section of the debiasing analysis (paper 001 Sec. 5, Fig. 5-7; 002 Sec. 6).
 
 One table (accuracy, hard-subset accuracy, prediction bias per heuristic, training cost
-per method) and heatmaps of the change in prediction bias against plain training: per
+per method), the bias model's calibration (accuracy, confidence, ECE, NLL before and after
+temperature scaling, T, its epochs) and heatmaps of the change in prediction bias against plain training: per
 method x measured heuristic, and, when computed, the cross-bias matrix of Fig. 6/7 per
 method (targeted x measured heuristic).
 """
@@ -31,7 +32,7 @@ from spurious.report.components import (
 from spurious.report.sections import Section, register_section, result_section
 from spurious.results import Result
 
-__all__ = ["bias_change_heatmap", "debiasing_section"]
+__all__ = ["bias_change_heatmap", "bias_model_table", "debiasing_section"]
 
 
 @plots.styled
@@ -75,6 +76,55 @@ def bias_change_heatmap(
     return plots.figure_to_data_uri(fig)
 
 
+def bias_model_table(metrics: Mapping[str, Any]) -> Markup:
+    """The bias model's calibration before and after temperature scaling.
+
+    Rows: the evaluation split (scored by a model trained on every training row) and,
+    where the bias model is cross-fitted, the training split's out-of-fold predictions
+    (where ``T`` was fitted).
+
+    Examples
+    --------
+    >>> m = {"bias_model_accuracy": 0.58, "bias_model_ece": 0.02, "bias_model_ece_before": 0.17,
+    ...      "bias_model_temperature": 2.3}
+    >>> html = str(bias_model_table(m))
+    >>> "0.170" in html and "2.30" in html
+    True
+    >>> str(bias_model_table({}))
+    ''
+    """
+    rows = []
+    for label, prefix in (("evaluation split", "bias_model_"), ("training, out-of-fold",
+                                                                "bias_model_oof_")):  # fmt: skip
+        if finite(metrics.get(f"{prefix}accuracy")) is None:
+            continue
+        cells = [label, finite(metrics.get(f"{prefix}accuracy"))]
+        for key in ("confidence", "ece", "nll"):
+            before, after = metrics.get(f"{prefix}{key}_before"), metrics.get(f"{prefix}{key}")
+            cells.append(
+                None
+                if finite(after) is None
+                else (f"{before:.3f} → {after:.3f}" if finite(before) is not None
+                      else f"{after:.3f}")
+            )  # fmt: skip
+        rows.append(cells)
+    if not rows:
+        return Markup("")
+    t = finite(metrics.get("bias_model_temperature"))
+    epochs = finite(metrics.get("bias_model_epochs"))
+    return render_fragment(
+        '{{ table }}<p class="legend">The bias model\'s probabilities are what the objectives '
+        "read, so its calibration matters, not only its accuracy. Before → after "
+        "temperature scaling{% if t %} (T = {{ t }}, fitted on the out-of-fold "
+        "predictions; T &gt; 1: it was overconfident){% endif %}{% if e %}; trained for "
+        "{{ e }} epochs (early stopping on the out-of-fold NLL){% endif %}. ECE: expected "
+        "calibration error of the top label (15 bins); NLL: mean −log p(gold).</p>",
+        table=html_table(["Bias model on", "Accuracy", "Confidence", "ECE", "NLL"], rows),
+        t=None if t is None else f"{t:.2f}",
+        e=None if epochs is None else int(epochs),
+    )
+
+
 def _table(details: Mapping[str, Any]) -> Markup:
     table = [r for r in details.get("table") or [] if isinstance(r, Mapping)]
     if not table:
@@ -97,12 +147,22 @@ def _table(details: Mapping[str, Any]) -> Markup:
                 finite(r.get("epochs_to_best")),
             ]
         )
+    hard = details.get("hard_definition") or "evaluation examples the bias model gets wrong"
     return render_fragment(
-        '{{ t }}<p class="legend">Mean ± sd over seeds. Hard: evaluation examples the bias '
-        "model gets wrong. Bias: paper 001's prediction bias at the plain model's threshold "
-        "(0 = no gap between the heuristic's groups).</p>",
+        '{{ t }}<p class="legend">Mean ± sd over seeds. Hard: {{ hard }}. Bias: paper 001\'s '
+        "prediction bias at the plain model's threshold (0 = no gap between the "
+        "heuristic's groups).{% if h %} LearnedMixin+H's entropy weight H = {{ h }}.{% endif %}"
+        "</p>",
         t=html_table(headers, rows),
+        hard=str(hard),
+        h=_entropy_penalty(details),
     )
+
+
+def _entropy_penalty(details: Mapping[str, Any]) -> str | None:
+    params = (details.get("loss_params") or {}).get("learned_mixin_h") or {}
+    h = finite(params.get("entropy_penalty")) if isinstance(params, Mapping) else None
+    return None if h is None else f"{h:.3g}"
 
 
 def _figures(result: Result) -> Markup:
@@ -163,6 +223,8 @@ def _stats(m: Mapping[str, Any]) -> Markup:
         stats.append(Stat("Best gain on hard", m["best_hard_gain"], kind="float"))
     if "bias_model_accuracy" in m:
         stats.append(Stat("Bias model accuracy", m["bias_model_accuracy"], kind="percent"))
+    if "bias_model_ece" in m:
+        stats.append(Stat("Bias model ECE", m["bias_model_ece"], kind="float"))
     return stat_block(stats)
 
 
@@ -188,13 +250,18 @@ def debiasing_section(result: Result) -> Section:
             '<p class="legend">Bias model: {{ k }}{% if v %} ({{ v }}){% endif %}; '
             "rescaling per method: {{ r }}.</p>",
             k=str(info.get("kind", "?")),
-            v=", ".join(f"{a}={b}" for a, b in info.items() if a != "kind"),
+            v=", ".join(
+                f"{a}={b:.3g}" if isinstance(b, float) else f"{a}={b}"
+                for a, b in info.items()
+                if a != "kind"
+            ),
             r=", ".join(f"{a}: {b}" for a, b in (d.get("rescale") or {}).items() if b),
         )
     return result_section(
         result,
         _stats(m),
         _table(d),
+        bias_model_table(m),
         bias_note,
         _figures(result),
         title="debiasing — objectives against prediction bias",
