@@ -228,3 +228,16 @@ def test_cli_canary_prints_the_table_and_writes_files(clean, tmp_path):
     assert (out / "canary.json").exists() and (out / "canary.parquet").exists()
     again = CliRunner().invoke(main, args)
     assert again.exit_code == 2 and "--force" in again.output
+
+
+def test_shuffled_background_keeps_texts_ids_and_label_counts(clean):
+    from spurious.canary import _shuffled
+
+    out = _shuffled(clean, np.random.default_rng(0))
+    assert list(out.ids) == list(clean.ids)
+    assert (out.frame["hypothesis"] == clean.frame["hypothesis"]).all()
+    assert np.bincount(out.labels).tolist() == np.bincount(clean.labels).tolist()
+    assert (out.labels != clean.labels).mean() > 0.5
+    assert (out.frame["label"].map(clean.label_names.index) == out.labels).all()
+    with pytest.raises(ParameterError, match="'background'"):
+        run_canary(clean, analyses=["pvi"], background="noise")

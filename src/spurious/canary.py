@@ -84,8 +84,9 @@ class CanaryResult:
         One row per analysis x copy: ``analysis``, ``n``, ``repeat``, ``plant``
         (``kind@field``, ``"none"`` for the unplanted copy), ``kind``, ``field``,
         ``rate``, ``n_planted``, ``status``, ``severity``, ``inconclusive``, ``value``,
-        ``baseline_severity``, ``flagged``, ``baseline_flagged``, ``detected`` (NaN when
-        the unplanted copy is already flagged), ``escalated``, ``precision``, ``recall``,
+        ``baseline_severity``, ``baseline_value``, ``value_change`` (the headline value
+        minus the unplanted copy's), ``flagged``, ``baseline_flagged``, ``detected`` (NaN
+        when the unplanted copy is already flagged), ``escalated``, ``precision``, ``recall``,
         ``chance_precision``, ``seconds``.
     summary : pandas.DataFrame
         Per analysis x plant x rate x n: the detection, escalation and flag rates over
@@ -229,6 +230,15 @@ def _subsample(data: Dataset, n: int, rng: np.random.Generator) -> Dataset:
     return data.subset(np.sort(np.concatenate(picks)))
 
 
+def _shuffled(data: Dataset, rng: np.random.Generator) -> Dataset:
+    """The same rows and ids with the labels permuted (label counts kept)."""
+    frame = data.frame.copy()
+    order = rng.permutation(len(frame))
+    frame["label"] = frame["label"].to_numpy()[order]
+    frame["label_id"] = frame["label_id"].to_numpy()[order]
+    return Dataset(data.task, frame, data.label_names, f"{data.name}-shuffled")
+
+
 def _plan(
     analyses: Sequence[str] | Mapping[str, Mapping[str, Any]] | None, profile: str, seed: int
 ) -> dict[str, dict[str, Any]]:
@@ -283,6 +293,7 @@ def run_canary(
     n_repeats: int = 1,
     label: str | None = None,
     token: str | None = None,
+    background: str = "own",
     random_state: int = 0,
     progress: Callable[[str], None] | None = None,
 ) -> CanaryResult:
@@ -308,6 +319,12 @@ def run_canary(
         The label the plants point to (default: the first label).
     token : str, optional
         The planted word (default :data:`spurious.data.plant.DEFAULT_TOKEN`).
+    background : {"own", "shuffled"}, default="own"
+        What the shortcuts are planted into: the data as they are (``"own"``: an analysis
+        that already flags the real data cannot show a detection, only an escalation and
+        the example-level scores), or the same texts with the labels permuted
+        (``"shuffled"``: your texts, lengths and vocabulary, no real shortcut left, so the
+        unplanted copy is clean and every plant's detection is decided).
     random_state : int, default=0
         Seed of subsamples, plants and every analysis.
     progress : callable, optional
@@ -350,6 +367,11 @@ def run_canary(
             f"The 'sizes' parameter of run_canary must lie in [2, {len(data)}] (the rows "
             f"of the data). Got {sizes!r}."
         )
+    if background not in ("own", "shuffled"):
+        raise ParameterError(
+            "The 'background' parameter of run_canary must be 'own' or 'shuffled'. "
+            f"Got {background!r} instead."
+        )
     label = data.label_names[0] if label is None else label
     plants = [dict(p) for p in (plants or default_plants(data))]
     for p in plants:
@@ -372,6 +394,8 @@ def run_canary(
         for rep in range(n_repeats):
             rng = np.random.default_rng([random_state, n, rep])
             base = data if n == len(data) else _subsample(data, n, rng)
+            if background == "shuffled":
+                base = _shuffled(base, rng)
             ids = base.ids
             t0 = time.perf_counter()
             baseline = run(base, analyses=plan, seed=random_state, profile=profile, progress=False)
@@ -437,6 +461,7 @@ def run_canary(
         "rates": rates,
         "sizes": sizes,
         "n_repeats": int(n_repeats),
+        "background": background,
         "profile": profile,
         "analyses": plan,
         "random_state": int(random_state),
@@ -457,6 +482,11 @@ def _judge(frame: pd.DataFrame) -> pd.DataFrame:
     base = frame[frame["plant"] == "none"].set_index(["analysis", "n", "repeat"])["severity"]
     key = pd.MultiIndex.from_frame(frame[["analysis", "n", "repeat"]])
     frame["baseline_severity"] = base.reindex(key).to_numpy()
+    base_value = frame[frame["plant"] == "none"].set_index(["analysis", "n", "repeat"])["value"]
+    frame["baseline_value"] = base_value.reindex(key).to_numpy()
+    frame["value_change"] = pd.to_numeric(frame["value"], errors="coerce") - pd.to_numeric(
+        frame["baseline_value"], errors="coerce"
+    )
     frame["flagged"] = frame["severity"].map(_flag)
     frame["baseline_flagged"] = frame["baseline_severity"].map(_flag)
     rank = frame["severity"].map(_SEVERITY_RANK)
@@ -481,6 +511,7 @@ def _summarise(frame: pd.DataFrame) -> pd.DataFrame:
         n_planted=("n_planted", "mean"),
         detection_rate=("detected", "mean"),
         escalation_rate=("escalated", "mean"),
+        value_change=("value_change", "mean"),
         flag_rate=("flagged", "mean"),
         baseline_flag_rate=("baseline_flagged", "mean"),
         precision=("precision", "mean"),

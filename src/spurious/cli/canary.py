@@ -67,6 +67,13 @@ def _plants(items: tuple[str, ...]) -> list[dict[str, str]] | None:
 @options.opt("--repeats", "Repeats per size (new planted rows each).", type=int, default=1)
 @options.opt("--label", "The label the shortcuts point to (default: the first label).")
 @options.opt("--token", "The planted word (default: zqxjv; must not occur in the data).")
+@options.opt(
+    "--background",
+    "Plant into the data as they are (own) or into the same texts with permuted labels "
+    "(shuffled: no real shortcut left, so every detection is decided).",
+    type=click.Choice(["own", "shuffled"]),
+    default="own",
+)
 @options.seed_option()
 @click.option(
     "--out",
@@ -91,6 +98,7 @@ def canary(
     repeats: int,
     label: str | None,
     token: str | None,
+    background: str,
     seed: int,
     out: Path | None,
     force: bool,
@@ -144,6 +152,7 @@ def canary(
         n_repeats=repeats,
         label=label,
         token=token,
+        background=background,
         random_state=seed,
         progress=lambda line: click.echo(f"  {line}", err=True),
     )

@@ -1,0 +1,110 @@
+"""The canary on real data (README "PVI and the canary"): from which planted strength does
+each analysis see a shortcut in SNLI dev, MNLI dev-matched and SST-2 dev?
+
+Each setting plants the default shortcuts of its task (a made-up token in the last field,
+a token in the other field only, a length cue, an overlap cue; one-field tasks: token and
+length) into ``rates`` of one label's examples and runs the chosen analyses (default:
+those of ``atlas``, ``partial_input`` and ``pvi`` that are registered, with the quick
+profile's parameters) on every copy. ``background="shuffled"`` plants into the same texts
+with permuted labels (the unplanted copy is clean, so every dataset-level detection is
+decided); ``"own"`` plants into the data as they are (analyses that already flag the real
+data can only escalate; the example-level precision/recall is the informative part).
+
+Writes ``bench/results/canary_<setting>.json`` (the table, thresholds, sentences and the
+time each part took) and ``bench/results/canary_<setting>.parquet`` (every row). Usage::
+
+    python bench/canary_real.py [--only snli_shuffled snli_own mnli_shuffled ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from spurious import load_dataset
+from spurious.analysis import load_analyses
+from spurious.canary import DEFAULT_RATES, run_canary
+from spurious.provenance import dependency_versions
+from spurious.utils.io import atomic_path, atomic_write_json
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+WANTED = ("atlas", "associations", "heuristic_association", "partial_input", "pvi")
+
+
+def settings() -> dict[str, dict]:
+    snli = lambda: load_dataset(DATA / "snli/dev.jsonl", "nli", name="snli-dev")  # noqa: E731
+    mnli = lambda: load_dataset(DATA / "mnli/dev_matched.jsonl", "nli", name="mnli-dev-m")  # noqa: E731
+    sst2 = lambda: load_dataset(DATA / "sst2/dev.tsv", "text", name="sst2-dev")  # noqa: E731
+    return {
+        "snli_shuffled": {"data": snli, "background": "shuffled", "label": "neutral"},
+        "snli_own": {
+            "data": snli,
+            "background": "own",
+            "label": "neutral",
+            "rates": (0.02, 0.2),
+        },
+        "mnli_shuffled": {"data": mnli, "background": "shuffled", "label": "neutral"},
+        "sst2_shuffled": {"data": sst2, "background": "shuffled", "label": None},
+        "snli_shuffled_n2000": {
+            "data": snli,
+            "background": "shuffled",
+            "label": "neutral",
+            "sizes": (2000,),
+        },
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--only", nargs="+", default=None)
+    ap.add_argument("--analyses", nargs="+", default=None)
+    ap.add_argument("--repeats", type=int, default=1)
+    args = ap.parse_args()
+    if not DATA.exists():
+        print(f"needs {DATA}", file=sys.stderr)
+        return 1
+    registered = load_analyses().names()
+    analyses = args.analyses or [a for a in WANTED if a in registered]
+    for name, s in settings().items():
+        if args.only and name not in args.only:
+            continue
+        t0 = time.perf_counter()
+        data = s["data"]()
+        result = run_canary(
+            data,
+            analyses=analyses,
+            profile="quick",
+            rates=s.get("rates", DEFAULT_RATES),
+            sizes=s.get("sizes"),
+            n_repeats=args.repeats,
+            label=s["label"],
+            background=s["background"],
+            random_state=0,
+            progress=lambda line, name=name: print(f"{name}: {line}", flush=True),
+        )
+        out = result.to_json()
+        out["setting"] = name
+        out["data"] = {"name": data.name, "n": len(data), "task": data.task.name}
+        out["seconds_wall"] = round(time.perf_counter() - t0, 1)
+        out["seconds_per_analysis"] = (
+            result.rows.groupby("analysis")["seconds"]
+            .agg(["mean", "sum"])
+            .round(2)
+            .to_dict("index")
+        )
+        out["versions"] = dependency_versions()
+        out["command"] = f"python bench/canary_real.py --only {name}"
+        out["machine"] = "2-core CPU shared by ~8 processes (loaded): wall times are noisy"
+        atomic_write_json(ROOT / f"bench/results/canary_{name}.json", out)
+        with atomic_path(ROOT / f"bench/results/canary_{name}.parquet") as tmp:
+            result.rows.to_parquet(tmp, index=False)
+        print(result.format_table(), flush=True)
+        print("\n".join(result.sentences()), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
