@@ -310,3 +310,27 @@ def test_api_run_aligns_by_rows_for_files_and_in_memory_data(nli, planted, tmp_p
         run = spurious.run(source, "nli", analyses=params, predictions=[preds],
                            predictions_align="rows", progress=False)  # fmt: skip
         assert run["prediction_bias"].metrics["overall_model"] == pytest.approx(right.mean())
+
+
+def test_bias_table_says_why_a_cell_is_undefined(nli, planted, tmp_path):
+    """Issue 19 item 15: an undefined cell names the reason and the size that defines it."""
+    from spurious.evaluate.prediction_bias import split_capacity
+    from spurious.heuristics import compute_heuristics
+
+    right, pred = planted
+    data = tmp_path / "data.jsonl"
+    nli.frame[["premise", "hypothesis", "label"]].to_json(data, orient="records", lines=True)
+    preds = tmp_path / "model.csv"
+    _write(preds, "rows_csv_with_text", nli, right, pred)
+    smaller, _ = split_capacity(compute_heuristics(nli, ["hypothesis_length"]).iloc[:, -1])
+    assert 40 < smaller < 200  # the fixture: 300 rows cannot give 200 on both sides
+    args = ["bias", str(data), "--task", "nli", "--predictions", str(preds), "--align", "rows",
+            "--heuristic", "hypothesis_length", "--n-trials", "20", "--sample-size", "200"]  # fmt: skip
+    res = CliRunner().invoke(main, [*args, "--fixed-sample-size", "--out", str(tmp_path / "a")])
+    assert "undefined" in res.output
+    assert f"leaves {smaller} example(s) on its smaller side" in res.output
+    flat = " ".join(res.output.split())
+    assert f"sample_size={smaller // 2} (--sample-size {smaller // 2}) would define it" in flat
+    res = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "b")])
+    assert res.exit_code == 0, res.output
+    assert "hypothesis_length       " in res.output and f"{smaller // 2}*" in res.output

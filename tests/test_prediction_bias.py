@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import time
 
 import numpy as np
@@ -12,10 +13,12 @@ import pytest
 from spurious.data import Dataset
 from spurious.data.predictions import align_predictions
 from spurious.evaluate.prediction_bias import (
+    adapted_sample_size,
     bias_table,
     candidate_thresholds,
     natural_bias,
     prediction_bias,
+    split_capacity,
     threshold_search,
 )
 from spurious.exceptions import ParameterError, SchemaError
@@ -302,3 +305,107 @@ def test_monte_carlo_spread_is_reported_beside_every_bias():
     # Too few trials: a warning that says how large a difference is noise.
     few = bias_table(ds, preds, attributes, metric="em", n_trials=5, sample_size=50)
     assert any("Raise n_trials" in w for w in few.details["warnings"])
+
+
+# -- group sizes for few-valued heuristics (issue 19, item 15) ------------------------------
+@pytest.mark.parametrize(
+    ("attribute", "sample_size", "capacity", "adapted"),
+    [
+        (np.r_[np.zeros(9655), np.ones(187)], 800, (187, 0.0), 93),  # negation, SNLI dev
+        (np.repeat([0.0, 1.0, 2.0], [9600, 200, 42]), 800, (242, 0.0), 121),  # 0 vs 1-2
+        (np.arange(9842.0), 800, (4921, 4920.0), 800),  # enough on both sides: unchanged
+        (np.r_[np.zeros(100), np.ones(15)], 800, (15, 0.0), None),  # < 2 x 10: undefined
+        (np.full(50, 3.0), 800, (0, math.nan), None),  # constant: nothing to split
+    ],
+)
+def test_adapted_sample_size_known_answers(attribute, sample_size, capacity, adapted):
+    smaller, cut = split_capacity(attribute)
+    assert smaller == capacity[0]
+    assert cut == capacity[1] or (math.isnan(cut) and math.isnan(capacity[1]))
+    assert adapted_sample_size(attribute, sample_size) == adapted
+
+
+@pytest.fixture(scope="module")
+def snli_negation_model():
+    """SNLI dev with a planted model: 50% right on negated hypotheses, 90% elsewhere."""
+    from spurious import load_dataset
+    from spurious.heuristics import compute_heuristics
+    from tests.conftest import shared_data
+
+    ds = load_dataset(shared_data("snli", "dev.jsonl"), "nli")
+    names = ["negation_in_hypothesis", "all_words_in_premise", "is_subsequence"]
+    attr = compute_heuristics(ds, names)
+    neg = attr["negation_in_hypothesis"].to_numpy() > 0
+    right = np.random.default_rng(0).random(len(ds)) < np.where(neg, 0.5, 0.9)
+    pred = np.where(right, ds.labels, (ds.labels + 1) % 3)
+    return ds, align_predictions(dict(zip(ds.ids, pred, strict=True)), ds, name="m"), attr
+
+
+def test_few_valued_heuristics_on_snli_dev_get_a_size_that_defines_them(snli_negation_model):
+    """At the paper's 800, negation, all_words_in_premise and is_subsequence are undefined on
+    SNLI dev; the table says why and which size would define them, and adapts by default."""
+    ds, model, attr = snli_negation_model
+    names = ["negation_in_hypothesis", "all_words_in_premise", "is_subsequence"]
+    fixed = bias_table(ds, [model], attr, n_trials=50, sample_size=800)
+    for h in names:
+        smaller, _ = split_capacity(attr[h].to_numpy())
+        assert math.isnan(fixed.metrics[f"bias_m_{h}"])
+        why = fixed.details["undefined"][h]
+        assert f"leaves {smaller} example(s) on its smaller side" in why
+        assert f"--sample-size {smaller // 2}" in why
+    adapted = bias_table(ds, [model], attr, n_trials=50, sample_size=800, adapt_sample_size=True)
+    assert adapted.details["undefined"] == {}
+    for h in names:
+        smaller, _ = split_capacity(attr[h].to_numpy())
+        assert adapted.metrics[f"sample_size_{h}"] == smaller // 2
+        assert "instead of 800" in adapted.details["sample_size_notes"][h]
+    # The planted gap (0.9 vs 0.5) is found where it was planted, and only there.
+    assert adapted.metrics["bias_m_negation_in_hypothesis"] > 0.1
+    assert adapted.metrics["worse_group_m_negation_in_hypothesis"] == pytest.approx(0.5, abs=0.1)
+    assert adapted.metrics["bias_m_all_words_in_premise"] == 0.0
+
+
+# -- the headline's evidence (issue 19: verdicts rest on an interval or a null test) -------
+def _headline(ds, preds, attributes, **kw):
+    from spurious.evaluate.prediction_bias.analysis import PredictionBias
+
+    analysis = PredictionBias(**kw)
+    res = bias_table(ds, preds, attributes, metric="em", natural=False,
+                     n_permutations=analysis.n_permutations, **FAST)  # fmt: skip
+    return analysis.headline(res), res
+
+
+def test_permutation_null_known_answers():
+    ds, preds, attributes = _toy_qa()
+    res = bias_table(ds, preds, attributes, metric="em", n_permutations=19, **FAST)
+    null = res.details["null"]
+    # A planted 0.9 vs 0.3 gap: no permutation comes near it, p = 1 / (1 + 19).
+    assert null["observed"] == pytest.approx(max(res.metrics["bias_biased_h"], 0.0))
+    assert null["p_value"] == pytest.approx(1 / 20) and null["q95"] < 0.05
+    fair = bias_table(ds, preds[1:], attributes, metric="em", n_permutations=19, **FAST)
+    assert fair.metrics["max_bias"] == 0.0 and fair.metrics["max_bias_null_p_value"] == 1.0
+
+
+def test_headline_rests_on_the_monte_carlo_interval_and_the_permutation_test():
+    ds, preds, attributes = _toy_qa()
+    head, res = _headline(ds, preds, attributes)
+    assert head["severity"] == "high" and not head["inconclusive"]
+    ev = head["evidence"]
+    assert ev["basis"] == "interval+null_test" and ev["p_value"] <= 0.05
+    lo, hi = ev["interval"]
+    bias, sd = res.metrics["bias_biased_h"], res.metrics["bias_mc_sd_biased_h"]
+    assert lo < bias < hi and hi - lo == pytest.approx(2 * 2.776 * sd, rel=1e-3)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_shuffled_scores_never_give_a_moderate_or_high_verdict(seed):
+    """The biased model's scores shuffled across examples: the heuristic says nothing."""
+    ds, preds, attributes = _toy_qa(n=1500, seed=seed)
+    rng = np.random.default_rng(100 + seed)
+    shuffled = [
+        align_predictions(dict(zip(ds.ids, rng.permutation(p.values), strict=True)), ds,
+                          name=p.name)
+        for p in preds
+    ]  # fmt: skip
+    head, _ = _headline(ds, shuffled, attributes)
+    assert head["severity"] not in ("moderate", "high"), head

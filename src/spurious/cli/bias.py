@@ -33,12 +33,14 @@ def print_bias_table(res: Any) -> None:
     models = d.get("models", [])
     has_human = bool(d.get("natural"))
     shared = d.get("shared_threshold", True)
+    undefined = d.get("undefined") or {}
     names = [*models, *(["human"] if has_human else [])]
     width = max([20, *(len(n) for n in names)]) + 2
     click.echo(f"\nprediction bias ({d.get('metric')}): bias ± Monte-Carlo sd / worse-group mean")
     head = (
         f"{'heuristic':<24}"
         + ("T      n_low/n_high   " if shared else "")
+        + f"{'size':<6}"
         + "".join(f"{n:>{width}}" for n in names)
     )
     click.echo(head)
@@ -47,12 +49,21 @@ def print_bias_table(res: Any) -> None:
         if shared:
             t = m.get(f"threshold_{h}", math.nan)
             sizes = f"{int(m.get(f'n_low_{h}', 0))}/{int(m.get(f'n_high_{h}', 0))}"
-            line += f"{t:<7g}{sizes:<15}"
+            line += (
+                f"{'-' if h in undefined else f'{t:g}':<7}{'-' if h in undefined else sizes:<15}"
+            )
+        size = m.get(f"sample_size_{h}")
+        adapted = h in (d.get("sample_size_notes") or {})
+        line += f"{'-' if size is None else f'{int(size)}' + ('*' if adapted else ''):<6}"
         for name in models:
-            cell = _cell(
-                m.get(f"bias_{name}_{h}"),
-                m.get(f"worse_group_{name}_{h}"),
-                m.get(f"bias_mc_sd_{name}_{h}"),
+            cell = (
+                "undefined"
+                if h in undefined
+                else _cell(
+                    m.get(f"bias_{name}_{h}"),
+                    m.get(f"worse_group_{name}_{h}"),
+                    m.get(f"bias_mc_sd_{name}_{h}"),
+                )
             )
             line += f"{cell:>{width}}"
         if has_human:
@@ -60,6 +71,18 @@ def print_bias_table(res: Any) -> None:
                 f"{_cell(m.get(f'natural_bias_{h}'), m.get(f'natural_worse_group_{h}')):>{width}}"
             )
         click.echo(line)
+    if d.get("sample_size_notes"):
+        click.echo("* bootstrap groups smaller than --sample-size (too few examples on one side "
+                   "of every threshold; see --fixed-sample-size)")  # fmt: skip
+    for h, why in undefined.items():
+        click.secho(f"undefined: {h}: {why}", fg="yellow")
+    null = d.get("null") or {}
+    if null.get("n_permutations"):
+        click.echo(
+            f"largest bias {null['observed']:.3f}: p = {null['p_value']:.3g} against "
+            f"{null['n_permutations']} permutations of the scores across examples "
+            f"(95th percentile of the null {null['q95']:.3f})"
+        )
     for warning in d.get("warnings") or []:
         click.secho(f"warning: {warning}", fg="yellow")
 
@@ -134,6 +157,20 @@ def _cell(bias: float | None, worse: float | None, sd: float | None = None) -> s
     default=800,
 )
 @options.opt(
+    "--fixed-sample-size",
+    "Keep --sample-size for every heuristic: a heuristic whose most even threshold leaves "
+    "fewer examples on a side stays undefined (by default it is bootstrapped with half "
+    "that side, marked * in the table).",
+    is_flag=True,
+)
+@options.opt(
+    "--n-permutations",
+    "Permutations of the test of the largest bias against scores shuffled across "
+    "examples (0: no test; the verdict then rests on the bias' interval alone).",
+    type=int,
+    default=39,
+)
+@options.opt(
     "--aggregate",
     "answer_length: words of the first annotator's answer (first) or the mean over all "
     "annotators' answers (mean, as the paper's reference code).",
@@ -165,6 +202,8 @@ def bias(
     metric: str | None,
     n_trials: int,
     sample_size: int,
+    fixed_sample_size: bool,
+    n_permutations: int,
     aggregate: str,
     no_natural: bool,
     field_map: tuple[str, ...],
@@ -204,6 +243,8 @@ def bias(
         "natural": not no_natural,
         "n_trials": n_trials,
         "sample_size": sample_size,
+        "adapt_sample_size": not fixed_sample_size,
+        "n_permutations": n_permutations,
         "random_state": seed,
     }
     files_in = {"predictions": files, "attributes": attributes, "heuristics_train": train_path}

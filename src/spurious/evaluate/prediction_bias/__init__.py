@@ -48,9 +48,11 @@ from spurious.evaluate.prediction_bias.search import (
     BiasResult,
     GroupStats,
     NaturalBiasResult,
+    adapted_sample_size,
     candidate_thresholds,
     natural_bias,
     prediction_bias,
+    split_capacity,
     threshold_search,
 )
 from spurious.evaluate.prediction_bias.table import bias_table
@@ -61,9 +63,11 @@ __all__ = [
     "BiasResult",
     "GroupStats",
     "NaturalBiasResult",
+    "adapted_sample_size",
     "bias_table",
     "candidate_thresholds",
     "natural_bias",
     "prediction_bias",
+    "split_capacity",
     "threshold_search",
 ]

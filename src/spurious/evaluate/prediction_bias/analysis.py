@@ -20,6 +20,7 @@ from spurious.analysis import (
     register_analysis,
 )
 from spurious.context import RunContext
+from spurious.evaluate.prediction_bias.table import MC_REPEATS
 from spurious.exceptions import DetectorError
 from spurious.utils.validation import Interval, StrOptions
 
@@ -51,6 +52,15 @@ class PredictionBias(Analysis):
     min_annotator_coverage : float, default=0.5
     n_trials : int, default=100
     sample_size : int, default=800
+        Examples per bootstrap resample (the paper's 800).
+    adapt_sample_size : bool, default=True
+        A heuristic whose most even threshold leaves fewer than ``sample_size`` examples
+        on a side (negation on SNLI-sized data) is bootstrapped with half that side
+        instead of being left undefined; ``sample_size_<heuristic>`` records the size.
+    n_permutations : int, default=39
+        Permutations of the test of the largest bias against scores shuffled across
+        examples (the headline's null test; 0: none, and the headline rests on the
+        interval alone). 39 permutations give p-values down to 0.025.
     replace : bool, default=True
     step : float, optional
     random_state : int, default=0
@@ -73,6 +83,14 @@ class PredictionBias(Analysis):
         "threshold_<heuristic>": "T: low group = h(x) <= T (shared thresholds).",
         "n_low_<heuristic> / n_high_<heuristic>": "Group sizes at T.",
         "natural_bias_<heuristic>": "Natural (human) bias: minimum over annotators.",
+        "bias_mc_sd_<model>_<heuristic>": "Sd of the bias over Monte-Carlo bootstrap seeds.",
+        "sample_size_<heuristic>": "Bootstrap group size used for the heuristic (smaller "
+        "than sample_size when adapted).",
+        "n_missing_<model>": "Examples the model's file had no prediction for (scored as wrong).",
+        "max_bias": "Largest bias over models and heuristics, [0, 1].",
+        "max_bias_null_p_value": "Permutation p-value of max_bias (scores shuffled across "
+        "examples, thresholds searched again), (0, 1].",
+        "max_bias_null_q95": "95th percentile of the largest bias under that null.",
     }
     score_columns: ClassVar[dict[str, str]] = {
         "id": "Example id.",
@@ -98,8 +116,15 @@ class PredictionBias(Analysis):
             "high": "a strong shortcut",
         },
     )
-    fast_params: ClassVar[dict[str, Any]] = {"n_trials": 20, "sample_size": 20}
-    profiles: ClassVar[dict[str, dict[str, Any]]] = {"quick": {"no_spacy": True}, "full": {}}
+    fast_params: ClassVar[dict[str, Any]] = {
+        "n_trials": 20,
+        "sample_size": 20,
+        "n_permutations": 19,
+    }
+    profiles: ClassVar[dict[str, dict[str, Any]]] = {
+        "quick": {"no_spacy": True, "n_permutations": 19},
+        "full": {},
+    }
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "heuristics": [list, tuple, None],
         "heuristic_params": [dict, None],
@@ -112,6 +137,8 @@ class PredictionBias(Analysis):
         "min_annotator_coverage": [Interval(Real, 0, 1, closed="both")],
         "n_trials": [Interval(Integral, 2, None, closed="left")],
         "sample_size": [Interval(Integral, 1, None, closed="left")],
+        "adapt_sample_size": ["boolean"],
+        "n_permutations": [Interval(Integral, 0, None, closed="left")],
         "replace": ["boolean"],
         "step": [Interval(Real, 0, None, closed="neither"), None],
         "random_state": [Interval(Integral, 0, None, closed="left"), None],
@@ -130,6 +157,8 @@ class PredictionBias(Analysis):
         min_annotator_coverage: float = 0.5,
         n_trials: int = 100,
         sample_size: int = 800,
+        adapt_sample_size: bool = True,
+        n_permutations: int = 39,
         replace: bool = True,
         step: float | None = None,
         random_state: int | None = 0,
@@ -145,6 +174,8 @@ class PredictionBias(Analysis):
         self.min_annotator_coverage = min_annotator_coverage
         self.n_trials = n_trials
         self.sample_size = sample_size
+        self.adapt_sample_size = adapt_sample_size
+        self.n_permutations = n_permutations
         self.replace = replace
         self.step = step
         self.random_state = random_state
@@ -186,16 +217,18 @@ class PredictionBias(Analysis):
             min_annotator_coverage=self.min_annotator_coverage,
             n_trials=self.n_trials,
             sample_size=self.sample_size,
+            adapt_sample_size=self.adapt_sample_size,
+            n_permutations=self.n_permutations,
             step=self.step,
             replace=self.replace,
             random_state=self.random_state,
         )
         biases = [v for k, v in res.metrics.items() if k.startswith("bias_")]
         if not any(math.isfinite(v) for v in biases):
+            why = "; ".join(f"{h}: {r}" for h, r in res.details.get("undefined", {}).items())
             raise DetectorError(
-                f"No heuristic split {len(ctx.target)} examples into two groups of at least "
-                f"sample_size={self.sample_size} (heuristics: {names}); every bias is undefined. "
-                "Lower sample_size or use more data."
+                f"Every prediction bias on {len(ctx.target)} examples is undefined "
+                f"(sample_size={self.sample_size}): {why}."
             )
         scores = res.scores.copy()
         ref = res.details.get("reference") or res.details.get("models", [None])[0]
@@ -207,7 +240,15 @@ class PredictionBias(Analysis):
         )
 
     def headline(self, result: Any) -> dict[str, Any]:
-        """The largest bias of any model, against the annotators' on the same split."""
+        """The largest bias of any model beyond the annotators', with its evidence.
+
+        The effect is the largest bias minus the annotators' (natural) bias on the same
+        heuristic (0 where no natural bias is measured). Its interval is a t interval
+        from the bias' Monte-Carlo spread over ``MC_REPEATS + 1`` bootstrap seeds
+        (``bias_mc_sd``); the null test is the permutation test of the largest bias
+        (``max_bias_null_p_value``), which accounts for the search over thresholds,
+        heuristics and models.
+        """
         table = [
             r
             for r in result.details.get("table", [])
@@ -217,17 +258,28 @@ class PredictionBias(Analysis):
             return super().headline(result)
         top = max(table, key=lambda r: r["bias"])
         human = result.metrics.get(f"natural_bias_{top['heuristic']}")
-        human_txt = (
-            f" (annotators {human:.3f})"
-            if human is not None and isinstance(human, float) and math.isfinite(human)
-            else ""
-        )
-        excess = top["bias"] - (human if human is not None and math.isfinite(human) else 0.0)
+        has_human = isinstance(human, float) and math.isfinite(human)
+        human_txt = f" (annotators {human:.3f})" if has_human else ""
+        excess = top["bias"] - (human if has_human else 0.0)
+        sd = top.get("bias_mc_sd", math.nan)
+        interval = None
+        if sd is not None and math.isfinite(sd):
+            from scipy.stats import t
+
+            # MC_REPEATS + 1 draws of the bias: a t interval with MC_REPEATS degrees of freedom.
+            half = float(t.ppf(0.975, MC_REPEATS)) * sd
+            interval = (excess - half, excess + half)
+        p_value = result.metrics.get("max_bias_null_p_value")
         return self.verdict_scale.headline(
             "prediction bias",
             top["bias"],
             f"{top['model']} on {top['heuristic']}: bias {top['bias']:.3f}{human_txt}",
             effect=excess,
+            interval=interval,
+            p_value=p_value,
+            null="scores shuffled across examples" if p_value is not None else None,
+            measured="largest prediction bias of a model beyond the annotators' on the "
+            "same split (gap between the groups' bootstrap intervals)",
         )
 
 

@@ -27,15 +27,18 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "MAX_CANDIDATES",
+    "MIN_SAMPLE_SIZE",
     "PAPER_QA_THRESHOLDS",
     "PAPER_QA_WORSE_GROUP_SIZES",
     "BiasResult",
     "BootstrapOptions",
     "GroupStats",
     "NaturalBiasResult",
+    "adapted_sample_size",
     "candidate_thresholds",
     "natural_bias",
     "prediction_bias",
+    "split_capacity",
     "threshold_search",
 ]
 
@@ -426,6 +429,68 @@ def candidate_thresholds(
     n = max(math.ceil(round((hi - start) / step, 9)), 0)
     grid = np.round(start + step * np.arange(n), _DECIMALS)
     return grid[grid < hi]
+
+
+#: The smallest bootstrap group an adapted sample size goes down to.
+MIN_SAMPLE_SIZE = 10
+
+
+def split_capacity(
+    attribute: np.ndarray | Sequence[float], step: float | None = None
+) -> tuple[int, float]:
+    """The most even split of the search grid: its smaller side's size and its threshold.
+
+    Returns ``(0, nan)`` when no candidate threshold splits the values (a constant
+    attribute, or none finite).
+
+    Examples
+    --------
+    >>> split_capacity(np.r_[np.zeros(9655), np.ones(187)])  # negation on SNLI dev
+    (187, 0.0)
+    >>> split_capacity([3.0, 3.0, 3.0])
+    (0, nan)
+    """
+    a = np.asarray(attribute, dtype=np.float64)
+    a = np.sort(a[np.isfinite(a)])
+    grid = candidate_thresholds(a, step)
+    if grid.size == 0:
+        return 0, math.nan
+    below = np.searchsorted(a, grid + 10.0**-_DECIMALS, side="right")
+    smaller = np.minimum(below, a.size - below)
+    k = int(np.argmax(smaller))
+    return int(smaller[k]), float(grid[k])
+
+
+def adapted_sample_size(
+    attribute: np.ndarray | Sequence[float],
+    sample_size: int,
+    *,
+    step: float | None = None,
+    minimum: int = MIN_SAMPLE_SIZE,
+) -> int | None:
+    """``sample_size``, or the largest size the attribute's most even split can bootstrap.
+
+    Paper 001's bootstrap draws ``sample_size`` examples from each side of a threshold,
+    and App. C calls a threshold valid when both sides hold ``2 * sample_size``. A
+    heuristic with few values (negation: 0, 1 or 2 negation words) may leave fewer than
+    ``sample_size`` examples on the smaller side of every threshold, so its bias would be
+    undefined; this returns half the most even split's smaller side instead (that split
+    is then valid), as the debiasing analysis does, down to ``minimum``. ``None``: no
+    split holds ``2 * minimum`` examples on both sides, so no size defines the bias.
+
+    Examples
+    --------
+    >>> negation = np.r_[np.zeros(9655), np.ones(187)]  # SNLI dev: 187 negated hypotheses
+    >>> adapted_sample_size(negation, 800), adapted_sample_size(np.arange(9842.0), 800)
+    (93, 800)
+    >>> adapted_sample_size(np.r_[np.zeros(100), np.ones(15)], 800) is None
+    True
+    """
+    smaller, _ = split_capacity(attribute, step)
+    if smaller >= sample_size:
+        return int(sample_size)
+    size = min(int(sample_size), smaller // 2)
+    return size if size >= minimum else None
 
 
 # ---------------------------------------------------------------------------------------

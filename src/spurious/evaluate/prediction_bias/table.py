@@ -12,13 +12,14 @@ import logging
 import math
 import time
 from collections.abc import Mapping, Sequence
-from numbers import Real
+from numbers import Integral, Real
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from spurious.evaluate.prediction_bias.search import (
+    MIN_SAMPLE_SIZE,
     NaturalBiasResult,
     _check,
     _grid,
@@ -27,6 +28,8 @@ from spurious.evaluate.prediction_bias.search import (
     _select,
     _sweep,
     _valid,
+    adapted_sample_size,
+    split_capacity,
 )
 from spurious.exceptions import ParameterError, SchemaError
 from spurious.provenance import Provenance
@@ -60,6 +63,8 @@ def bias_table(
     thresholds: Mapping[str, float] | None = None,
     natural: bool = True,
     min_annotator_coverage: float = 0.5,
+    adapt_sample_size: bool = False,
+    n_permutations: int = 0,
     **options: Any,
 ) -> DetectorResult:
     """Prediction bias of every model for every heuristic, with the natural (human) bias.
@@ -92,6 +97,22 @@ def bias_table(
         Also compute the natural (human) bias where examples have several answers.
     min_annotator_coverage : float, default=0.5
         See :func:`~spurious.evaluate.prediction_bias.natural_bias`.
+    adapt_sample_size : bool, default=False
+        For a searched heuristic whose most even threshold leaves fewer than
+        ``sample_size`` examples on a side (its bias would be undefined), bootstrap
+        groups of half that side instead (see
+        :func:`~spurious.evaluate.prediction_bias.search.adapted_sample_size`); the size
+        used is ``sample_size_<heuristic>`` and the reason is in
+        ``details["sample_size_notes"]``. Why a bias stays undefined, and what would
+        define it, is in ``details["undefined"]`` either way.
+    n_permutations : int, default=0
+        A permutation test of the largest bias in the table: the per-example scores are
+        permuted across examples (every model with the same permutation, so each
+        heuristic's values no longer say anything about the scores), thresholds are
+        searched again as for the real table, and the largest bias over models and
+        heuristics is recorded. ``max_bias_null_p_value`` = (1 + #{null >= observed}) /
+        (1 + n_permutations); 0 skips the test. The threshold search picks the best of
+        many splits, so a positive bias on its own is not evidence; this test is.
     **options
         The bootstrap and search settings (``n_trials``, ``sample_size``, ``quantiles``,
         ``step``, ``replace``, ``random_state``); see
@@ -137,12 +158,16 @@ def bias_table(
             "natural": ["boolean"],
             "min_annotator_coverage": [Interval(Real, 0, 1, closed="both")],
             "metric": [StrOptions({"f1", "em", "accuracy"}), None],
+            "adapt_sample_size": ["boolean"],
+            "n_permutations": [Interval(Integral, 0, None, closed="left")],
         },
         {
             "shared_threshold": shared_threshold,
             "natural": natural,
             "min_annotator_coverage": min_annotator_coverage,
             "metric": metric,
+            "adapt_sample_size": adapt_sample_size,
+            "n_permutations": n_permutations,
         },
         "bias_table",
     )
@@ -211,6 +236,9 @@ def bias_table(
     natural_rows: list[dict[str, Any]] = []
     curves: dict[str, Any] = {}
     timings: dict[str, float] = {}
+    notes: dict[str, str] = {}
+    undefined: dict[str, str] = {}
+    plan: list[tuple[np.ndarray, np.ndarray, dict[str, Any], int, bool]] = []
     ref_idx = names.index(ref)
 
     for h in h_names:
@@ -219,23 +247,36 @@ def bias_table(
         mask = np.isfinite(attr) & np.isfinite(scores).all(axis=0)
         a = attr[mask]
         n_excl = int((~mask).sum())
+        # A heuristic with few values may not leave sample_size examples on both sides
+        # of any threshold; its bias is then measured with the largest size that fits.
+        hp = params
+        if adapt_sample_size and h not in fixed:
+            size = adapted_sample_size(a, params["sample_size"], step=params["step"])
+            if size is not None and size != params["sample_size"]:
+                hp = {**params, "sample_size": size}
+                smaller, cut = split_capacity(a, params["step"])
+                notes[h] = (
+                    f"{h}: sample size {size} instead of {params['sample_size']} (the most even "
+                    f"threshold, {cut:g}, leaves {smaller} examples on its smaller side); the "
+                    "bias rests on smaller bootstrap groups"
+                )
+        metrics[f"sample_size_{h}"] = float(hp["sample_size"])
         if h in fixed:
             grid = np.array([float(fixed[h])])
         else:
-            grid = _grid(a, params["step"], params["sample_size"])
-        sweep_min = 1 if h in fixed else params["sample_size"]
-        sweep = _sweep(scores[:, mask], a, grid, params, min_size=sweep_min)
+            grid = _grid(a, hp["step"], hp["sample_size"])
+        sweep_min = 1 if h in fixed else hp["sample_size"]
+        sweep = _sweep(scores[:, mask], a, grid, hp, min_size=sweep_min)
         # Which candidate each model uses; a fixed threshold is shared by construction.
         shared = shared_threshold or h in fixed
         if h in fixed:
             chosen = [(0, "fixed")] * len(names)
         elif shared_threshold:
-            chosen = [_select(sweep, ref_idx, params["sample_size"])] * len(names)
+            chosen = [_select(sweep, ref_idx, hp["sample_size"])] * len(names)
         else:
-            chosen = [_select(sweep, m, params["sample_size"]) for m in range(len(names))]
+            chosen = [_select(sweep, m, hp["sample_size"]) for m in range(len(names))]
         results = [
-            _result_at(sweep, m, c, v, n_excl, params, curve=False)
-            for m, (c, v) in enumerate(chosen)
+            _result_at(sweep, m, c, v, n_excl, hp, curve=False) for m, (c, v) in enumerate(chosen)
         ]
         nat_by_c: dict[int, NaturalBiasResult] = {}
         if human is not None:
@@ -243,9 +284,9 @@ def bias_table(
             only = (sweep.n_low >= sweep_min) & (sweep.n_high >= sweep_min)
             only[[c for c, _ in chosen if c is not None]] = True
             nat_by_c = _natural_at(
-                human, attr, grid, params, only=only, min_coverage=min_annotator_coverage
+                human, attr, grid, hp, only=only, min_coverage=min_annotator_coverage
             )
-        spread = _monte_carlo_sd(scores[:, mask], a, grid, chosen, results, params, sweep_min)
+        spread = _monte_carlo_sd(scores[:, mask], a, grid, chosen, results, hp, sweep_min)
         for name, res, (c, _), sd in zip(names, results, chosen, spread, strict=True):
             table.append({"model": name, "heuristic": h, **res.to_dict(), "bias_mc_sd": sd})
             metrics[f"bias_{name}_{h}"] = res.bias
@@ -261,13 +302,8 @@ def bias_table(
                     )
         ref_res, ref_c = results[ref_idx], chosen[ref_idx][0]
         if not math.isfinite(ref_res.bias):
-            logger.warning(
-                "prediction bias on %r is undefined: %s",
-                h,
-                f"threshold {grid[0]:g} leaves a group empty"
-                if h in fixed
-                else f"no threshold leaves {params['sample_size']} examples in both groups",
-            )
+            undefined[h] = _undefined_reason(a, grid, h in fixed, hp, adapt_sample_size)
+            logger.warning("prediction bias on %r is undefined: %s", h, undefined[h])
         if shared:
             metrics[f"threshold_{h}"] = ref_res.threshold
             metrics[f"n_low_{h}"] = ref_res.low.n
@@ -298,7 +334,7 @@ def bias_table(
             "threshold": grid.tolist(),
             "n_low": sweep.n_low.tolist(),
             "n_high": sweep.n_high.tolist(),
-            "valid": _valid(sweep, params["sample_size"]).tolist(),
+            "valid": _valid(sweep, hp["sample_size"]).tolist(),
             "bias": {
                 name: np.maximum(sweep.margin[m], 0.0).tolist() for m, name in enumerate(names)
             },
@@ -309,8 +345,19 @@ def bias_table(
                 nat_by_c[c].bias if c in nat_by_c else math.nan for c in range(grid.size)
             ]
         timings[f"{h}_s"] = round(time.perf_counter() - th, 4)
+        plan.append((attr, grid, hp, sweep_min, h in fixed))
 
     timings["total_s"] = round(time.perf_counter() - t0, 4)
+    null: dict[str, Any] = {}
+    if n_permutations:
+        tn = time.perf_counter()
+        null = _permutation_null(
+            scores, plan, table, shared_threshold, ref_idx, n_permutations, params
+        )
+        metrics["max_bias"] = null["observed"]
+        metrics["max_bias_null_p_value"] = null["p_value"]
+        metrics["max_bias_null_q95"] = null["q95"]
+        timings["null_s"] = round(time.perf_counter() - tn, 4)
     warnings = _spread_warnings(table, params["n_trials"])
     scores_df = pd.DataFrame(out_scores)
     summary = _summary(table, metrics, metric, shared_threshold, ref, human is not None)
@@ -325,6 +372,8 @@ def bias_table(
             "thresholds": {k: float(v) for k, v in fixed.items()},
             "natural": natural,
             "min_annotator_coverage": min_annotator_coverage,
+            "adapt_sample_size": adapt_sample_size,
+            "n_permutations": n_permutations,
             "heuristics": h_names,
             "models": names,
             "sources": {p.name: getattr(p, "source", None) for p in preds},
@@ -345,6 +394,9 @@ def bias_table(
             "curves": curves,
             "mc_repeats": MC_REPEATS,
             "warnings": warnings,
+            "sample_size_notes": notes,
+            "undefined": undefined,
+            "null": null,
         },
     )
 
@@ -388,6 +440,92 @@ def _monte_carlo_sd(
             finite = [x for x in d if math.isfinite(x)]
             out[m] = float(np.std(finite, ddof=1)) if len(finite) > 1 else math.nan
     return out
+
+
+def _permutation_null(
+    scores: np.ndarray,
+    plan: Sequence[tuple[np.ndarray, np.ndarray, dict[str, Any], int, bool]],
+    table: Sequence[Mapping[str, Any]],
+    shared_threshold: bool,
+    ref_idx: int,
+    n_permutations: int,
+    params: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The largest bias of the table against its distribution with scores permuted.
+
+    Each permutation repeats what the table did (the same grids, sample sizes, validity
+    rule and threshold choice) on scores shuffled across examples, so the selection of
+    the best threshold, heuristic and model is part of the null.
+    """
+    finite = [r["bias"] for r in table if r["bias"] is not None and math.isfinite(r["bias"])]
+    observed = max(finite) if finite else math.nan
+    seed = params["random_state"]
+    rng = np.random.default_rng(None if seed is None else [seed, 104729])
+    n_models = scores.shape[0]
+    draws = np.zeros(n_permutations)
+    # A largest bias of 0 is met by every permutation (p = 1): nothing to simulate.
+    for b in range(n_permutations if observed > 0 else 0):
+        perm = rng.permutation(scores.shape[1])
+        permuted = scores[:, perm]
+        best = 0.0
+        for attr, grid, hp, min_size, fixed in plan:
+            mask = np.isfinite(attr) & np.isfinite(permuted).all(axis=0)
+            if grid.size == 0 or not mask.any():
+                continue
+            sweep = _sweep(permuted[:, mask], attr[mask], grid, hp, min_size=min_size)
+            if fixed:
+                chosen = [0] * n_models
+            elif shared_threshold:
+                chosen = [_select(sweep, ref_idx, hp["sample_size"])[0]] * n_models
+            else:
+                chosen = [_select(sweep, m, hp["sample_size"])[0] for m in range(n_models)]
+            for m, c in enumerate(chosen):
+                if c is not None and math.isfinite(sweep.margin[m, c]):
+                    best = max(best, float(sweep.margin[m, c]))
+        draws[b] = best
+    p_value = (
+        float((1 + np.sum(draws >= observed - 1e-12)) / (1 + n_permutations))
+        if math.isfinite(observed)
+        else math.nan
+    )
+    return {
+        "observed": observed,
+        "p_value": p_value,
+        "q95": float(np.quantile(draws, 0.95)),
+        "mean": float(draws.mean()),
+        "n_permutations": n_permutations,
+        "null": "per-example scores permuted across examples (heuristic values carry no "
+        "information about them); thresholds searched again",
+    }
+
+
+def _undefined_reason(
+    a: np.ndarray, grid: np.ndarray, fixed: bool, params: Mapping[str, Any], adapted: bool
+) -> str:
+    """Why a heuristic's bias is undefined, and what would define it."""
+    size = params["sample_size"]
+    if a.size == 0:
+        return "no example has both a value of this heuristic and a score"
+    if fixed:
+        n_low = int((a <= grid[0]).sum())
+        return (
+            f"the fixed threshold {grid[0]:g} leaves {n_low} / {a.size - n_low} examples "
+            "(low / high), a group empty; a threshold inside the heuristic's range "
+            f"[{a.min():g}, {a.max():g}) would define it"
+        )
+    if grid.size == 0:
+        return f"the heuristic takes one value ({a[0]:g}) on every example: nothing to split"
+    smaller, cut = split_capacity(a, params["step"])
+    need = MIN_SAMPLE_SIZE if adapted else size
+    fix = (
+        f"more data (at least {2 * MIN_SAMPLE_SIZE} examples on each side) would define it"
+        if adapted or smaller < 2 * MIN_SAMPLE_SIZE
+        else f"sample_size={smaller // 2} (--sample-size {smaller // 2}) would define it"
+    )
+    return (
+        f"the most even threshold ({cut:g}) leaves {smaller} example(s) on its smaller side, "
+        f"fewer than a bootstrap group of {need}; {fix}"
+    )
 
 
 def _spread_warnings(table: Sequence[Mapping[str, Any]], n_trials: int) -> list[str]:
