@@ -101,7 +101,7 @@ def test_planted_negation_points_to_contradiction():
     assert neg["significant"] and neg["high_points_to"] == "contradiction"
     assert neg["effect"] > 0.1
     # hypothesis_n_words duplicates the hypothesis_length heuristic: tested once.
-    assert r.details["duplicates"]["hypothesis_n_words"] == "hypothesis_length"
+    assert r.details["not_tested"]["hypothesis_n_words"] == "same values as hypothesis_length"
     assert r.headline["severity"] in ("moderate", "high")
     planted = r.scores["associations_feature"].to_numpy() != ""
     assert planted.any()
@@ -169,3 +169,69 @@ def test_snli_dev_known_associations():
     assert rows["overlap_rate"]["high_points_to"] == "entailment"
     assert rows["overlap_rate"]["effect"] > 0.05
     assert not rows["premise_n_words"]["significant"]
+
+
+# -- QA: gold answers against random spans --------------------------------------------------
+def _qa(n: int, seed: int) -> Dataset:
+    """Contexts of filler words with the answer right after the question's key word."""
+    rng = np.random.default_rng(seed)
+    filler = [f"w{i}" for i in range(40)]
+    rows = []
+    for i in range(n):
+        key, answer = f"key{i % 7}", f"ans{i}"
+        words = list(rng.choice(filler, 30))
+        pos = int(rng.integers(0, 28))
+        words[pos : pos + 2] = [key, answer]
+        context = " ".join(words) + "."
+        rows.append(
+            {
+                "question": f"What follows {key}?",
+                "context": context,
+                "answers": [answer],
+                "answer_starts": [context.index(f"{key} {answer}") + len(key) + 1],
+            }
+        )
+    return Dataset.from_frame(pd.DataFrame(rows), "qa")
+
+
+def test_null_spans_keep_length_and_move_the_answer():
+    from spurious.detectors.associations import null_spans
+
+    ds = load_dataset(shared_data("squad", "dev-v1.1.json"), "qa").subset(np.arange(300))
+    null = null_spans(ds, random_state=0)
+    gold, rand = ds.frame, null.frame
+    from spurious.heuristics.base import words
+
+    assert all(
+        len(words(a[0])) == len(words(b[0]))
+        for a, b in zip(gold["answers"], rand["answers"], strict=True)
+    )
+    moved = [
+        a[0] != b[0] for a, b in zip(gold["answer_starts"], rand["answer_starts"], strict=True)
+    ]
+    assert np.mean(moved) > 0.99
+    for ctx, ans, start in zip(
+        rand["context"], rand["answers"], rand["answer_starts"], strict=True
+    ):
+        assert ctx[start[0] : start[0] + len(ans[0])] == ans[0]
+
+
+def test_qa_word_distance_tells_gold_from_random_spans():
+    r = Associations(n_permutations=199).run(_qa(300, 0), progress=False)
+    rows = {row["feature"]: row for row in r.details["features"]}
+    wd = rows["word_distance"]
+    assert wd["significant"] and wd["effect"] > 0.3
+    # Distance 1 (the answer right after the key word) holds the gold answers.
+    by_bin = {b["bin"]: b["gold answer"] for b in wd["bins"]}
+    assert max(by_bin, key=by_bin.get).startswith("[1,") and max(by_bin.values()) > 0.6
+    assert "answer_length" in r.details["not_tested"]
+    assert len(r.scores) == 300 and r.headline["severity"] in ("moderate", "high")
+
+
+@pytest.mark.slow
+def test_squad_word_distance_is_the_strongest_shortcut():
+    ds = load_dataset(shared_data("squad", "dev-v1.1.json"), "qa").subset(np.arange(2000))
+    r = Associations(n_permutations=199).run(ds, progress=False)
+    assert r.details["best"] == "word_distance"
+    rows = {row["feature"]: row for row in r.details["features"]}
+    assert rows["answer_sentence_rank"]["low_points_to"] == "gold answer"

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import StratifiedKFold
+from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 
 from spurious.analysis import AnalysisOutput, Requirements, VerdictScale, register_analysis
 from spurious.context import RunContext
@@ -78,6 +78,66 @@ def text_properties(dataset: Dataset, fields: list[str] | None = None) -> pd.Dat
         out[f"{field}_n_punct"] = s.str.count(_PUNCT).astype(np.float64)
         out[f"{field}_n_digits"] = s.str.count(_DIGIT).astype(np.float64)
     return pd.DataFrame(out)
+
+
+def null_spans(dataset: Dataset, random_state: int | None = 0) -> Dataset:
+    """A copy of a QA dataset whose answer is a random span of the same context.
+
+    The span has as many words as the first gold answer and starts at a word drawn
+    uniformly among the other positions where it fits; it is the null of the QA
+    associations: a heuristic that tells gold answers from such spans is a shortcut a
+    model can take without reading the question's meaning. Rows without an answer keep
+    none.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"question": ["Who left?"], "context": ["Ann met Bob. Bob left."],
+    ...                       "answers": [["Bob"]], "answer_starts": [[8]]})
+    >>> ds = Dataset.from_frame(frame, "qa")
+    >>> span = null_spans(ds).frame.iloc[0]
+    >>> span["answers"][0] != "Bob" or span["answer_starts"][0] != 8
+    True
+    """
+    from spurious.heuristics.base import word_spans, words
+
+    rng = np.random.default_rng(random_state)
+    frame = dataset.frame.copy()
+    spans_of: dict[str, list[tuple[str, int, int]]] = {}
+    new_answers, new_starts = [], []
+    for context, answers, starts in zip(
+        frame["context"],
+        frame["answers"],
+        frame["answer_starts"] if "answer_starts" in frame else [None] * len(frame),
+        strict=True,
+    ):
+        answers = list(answers) if isinstance(answers, list | tuple | np.ndarray) else []
+        starts = list(starts) if isinstance(starts, list | tuple | np.ndarray) else []
+        spans = spans_of.setdefault(context, word_spans(context))
+        k = max(1, len(words(answers[0]))) if answers else 0
+        n_pos = len(spans) - k + 1
+        if not answers or n_pos < 1:
+            new_answers.append([])
+            new_starts.append([])
+            continue
+        gold = starts[0] if starts else context.find(answers[0])
+        options = [j for j in range(n_pos) if spans[j][1] != gold] or list(range(n_pos))
+        j = options[int(rng.integers(len(options)))]
+        begin, end = spans[j][1], spans[j + k - 1][2]
+        new_answers.append([context[begin:end]])
+        new_starts.append([begin])
+    frame["answers"] = new_answers
+    frame["answer_starts"] = new_starts
+    return Dataset.from_frame(frame, "qa", name=f"{dataset.name}-null-spans")
+
+
+def _relative_position(dataset: Dataset) -> np.ndarray:
+    """Start of the first gold answer as a share of the context's length (NaN without)."""
+    out = np.full(len(dataset), np.nan)
+    f = dataset.frame
+    for i, (context, starts) in enumerate(zip(f["context"], f["answer_starts"], strict=True)):
+        if isinstance(starts, list | tuple | np.ndarray) and len(starts) and len(context):
+            out[i] = float(starts[0]) / len(context)
+    return out
 
 
 def bin_feature(x: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
@@ -201,7 +261,7 @@ def binned_association(
     >>> round(a.accuracy, 3), a.p_value
     (1.0, 0.01)
     >>> b = binned_association(rng.random(400), y, 2, folds, n_permutations=99)
-    >>> b.p_value > 0.05
+    >>> abs(b.effect) < 0.05
     True
     """
     y = np.asarray(y, dtype=np.int64)
@@ -265,7 +325,7 @@ def _mutual_information(table: np.ndarray) -> float:
 
 def _bin_names(edges: np.ndarray, has_nan: bool, n_bins: int) -> list[str]:
     def fmt(v: float) -> str:
-        return f"{v:g}"
+        return f"{v:.3g}"
 
     names = []
     bounds = [-np.inf, *edges.tolist(), np.inf]
@@ -314,7 +374,9 @@ class Associations(Detector):
         "Heuristics (overlap, negation, length ...) and simple properties against the gold "
         "label: out-of-fold binned accuracy over the majority, permutation p, BH; no model."
     )
-    requires: ClassVar[Requirements] = Requirements(labels=True)
+    # QA has no class label: there the "label" is gold answer vs a random span (see
+    # null_spans), so the analysis needs labels only on classification tasks.
+    requires: ClassVar[Requirements] = Requirements()
     fast_params: ClassVar[dict[str, Any]] = {"n_permutations": 99, "n_bins": 5}
     profiles: ClassVar[dict[str, dict[str, Any]]] = {
         "quick": {"n_permutations": 200},
@@ -402,13 +464,14 @@ class Associations(Detector):
 
     def _run(self, ctx: RunContext) -> AnalysisOutput:
         ds = ctx.target
+        if not ds.task.has_labels:
+            return self._run_qa(ctx)
         if len(ds) < MIN_EXAMPLES:
             raise DetectorError(
                 f"Associations needs at least {MIN_EXAMPLES} labelled examples for "
                 f"{self.n_folds}-fold accuracies; got {len(ds)}."
             )
         y = ds.labels
-        names = tuple(ds.label_names)
         features: dict[str, tuple[str, np.ndarray]] = {}
         heuristic_names = self._heuristic_names(ds)
         if heuristic_names:
@@ -427,14 +490,82 @@ class Associations(Detector):
                 if same is None:
                     features[col] = ("property", x)
                 else:
-                    duplicates[col] = same
+                    duplicates[col] = f"same values as {same}"
         if not features:
             raise DetectorError(
                 f"Associations has nothing to test on task {ds.task.name!r}: no heuristic "
                 "applies and properties=False."
             )
+        return self._test(ds.ids, y, tuple(ds.label_names), features, duplicates)
+
+    def _run_qa(self, ctx: RunContext) -> AnalysisOutput:
+        """QA: every heuristic of the gold answer against the same of a random span."""
+        from spurious.heuristics import compute_heuristics
+
+        ds = ctx.target
+        if len(ds) < MIN_EXAMPLES // 2:
+            raise DetectorError(
+                f"Associations needs at least {MIN_EXAMPLES // 2} questions; got {len(ds)}."
+            )
+        names = self._heuristic_names(ds)
+        null_ds = null_spans(ds, random_state=self.random_state)
+        gold = ctx.heuristics(names) if names else pd.DataFrame()
+        fit_on = ctx.heuristics_train
+        if fit_on is None and ctx.eval is not None:
+            fit_on = ctx.train
+        null = (
+            compute_heuristics(null_ds, names, train=fit_on, progress=ctx.progress)
+            if names
+            else pd.DataFrame()
+        )
+        features: dict[str, tuple[str, np.ndarray]] = {}
+        same: dict[str, str] = {}
+        for h in names:
+            a, b = gold[h].to_numpy(np.float64), null[h].to_numpy(np.float64)
+            if np.array_equal(a, b, equal_nan=True):
+                # answer_length, shared_words: equal for a span of the same length.
+                same[h] = "not answer-dependent (equal for the random span)"
+                continue
+            features[h] = ("heuristic", np.concatenate([a, b]))
+        if self.properties:
+            features["answer_relative_position"] = (
+                "property",
+                np.concatenate([_relative_position(ds), _relative_position(null_ds)]),
+            )
+        if not features:
+            raise DetectorError(
+                "Associations has nothing to test on QA: no answer-dependent heuristic "
+                f"among {names} and properties=False."
+            )
+        n = len(ds)
+        y = np.repeat(np.array([1, 0]), n)
+        groups = np.tile(np.arange(n), 2)
+        scored = np.arange(2 * n) < n
+        out = self._test(ds.ids, y, ("random span", "gold answer"), features, same, groups, scored)
+        out.details["qa_null"] = (
+            "label = gold answer (1) or a random span of the same word length in the same "
+            "context (0), one of each per question; folds keep a question's two rows together"
+        )
+        return out
+
+    def _test(
+        self,
+        ids: np.ndarray,
+        y: np.ndarray,
+        names: tuple[str, ...],
+        features: dict[str, tuple[str, np.ndarray]],
+        duplicates: dict[str, str],
+        groups: np.ndarray | None = None,
+        scored: np.ndarray | None = None,
+    ) -> AnalysisOutput:
+        """Test every feature against ``y``; the shared part of both task kinds.
+
+        ``groups`` keeps rows of one group in one fold; ``scored`` (a row mask) selects
+        the rows that are the examples of ``ids`` (QA: the gold rows).
+        """
+        n_classes = len(names)
         rng = np.random.default_rng(self.random_state)
-        counts = np.bincount(y, minlength=ds.n_classes)
+        counts = np.bincount(y, minlength=n_classes)
         n_splits = int(min(self.n_folds, counts[counts > 0].min()))
         if n_splits < 2:
             raise DetectorError(
@@ -443,15 +574,18 @@ class Associations(Detector):
             )
         seed = int(rng.integers(2**31 - 1))
         folds = np.empty(len(y), dtype=np.int64)
-        skf = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed)
-        for f, (_, te) in enumerate(skf.split(np.zeros(len(y)), y)):
+        if groups is None:
+            skf = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed)
+        else:
+            skf = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=seed)
+        for f, (_, te) in enumerate(skf.split(np.zeros(len(y)), y, groups)):
             folds[te] = f
         perm_seed = int(rng.integers(2**31 - 1))
         results = {
             name: binned_association(
                 x,
                 y,
-                ds.n_classes,
+                n_classes,
                 folds,
                 n_bins=self.n_bins,
                 n_permutations=self.n_permutations,
@@ -484,6 +618,8 @@ class Associations(Detector):
             score[better] = lift[better]
             which[better] = f
         score = np.where(np.isfinite(score), score, 0.0)
+        if scored is not None:
+            score, which = score[scored], which[scored]
         issue = score >= self.issue_margin
         best = max(significant, key=lambda f: results[f].effect, default=None)
         if best is not None:
@@ -498,7 +634,7 @@ class Associations(Detector):
         metrics["share_issue"] = float(issue.mean())
         scores = pd.DataFrame(
             {
-                "id": ds.ids,
+                "id": ids,
                 "associations_feature": which,
                 "associations_score": score,
                 "is_associations_issue": issue,
@@ -519,7 +655,7 @@ class Associations(Detector):
             "prior": {names[c]: float(p) for c, p in enumerate(prior)},
             "features": table_rows,
             "best": best,
-            "duplicates": duplicates,
+            "not_tested": duplicates,
             "params": {
                 "n_bins": self.n_bins,
                 "n_folds": n_splits,
