@@ -38,20 +38,32 @@ def settings() -> dict[str, dict]:
     snli = lambda: load_dataset(DATA / "snli/dev.jsonl", "nli", name="snli-dev")  # noqa: E731
     mnli = lambda: load_dataset(DATA / "mnli/dev_matched.jsonl", "nli", name="mnli-dev-m")  # noqa: E731
     sst2 = lambda: load_dataset(DATA / "sst2/dev.tsv", "text", name="sst2-dev")  # noqa: E731
+    # The token in the last field gets the full grid of rates; the other plants two rates
+    # (the machine is shared by ~8 processes, so every copy counts).
+    nli = [
+        {"kind": "token", "field": "hypothesis"},
+        {"kind": "token", "field": "premise", "rates": (0.02, 0.2)},
+        {"kind": "length", "field": "hypothesis", "rates": (0.02, 0.2)},
+        {"kind": "overlap", "field": "hypothesis", "rates": (0.02, 0.2)},
+    ]
+    short = [{"kind": "token", "field": "hypothesis"}, {**nli[2], "rates": (0.2,)}]
+    text = [
+        {"kind": "token", "field": "text"},
+        {"kind": "length", "field": "text", "rates": (0.2,)},
+    ]
     return {
-        "snli_shuffled": {"data": snli, "background": "shuffled", "label": "neutral"},
+        "snli_shuffled": {"data": snli, "background": "shuffled", "plants": nli},
         "snli_own": {
             "data": snli,
             "background": "own",
-            "label": "neutral",
-            "rates": (0.02, 0.2),
+            "plants": [{"kind": "token", "field": "hypothesis", "rates": (0.02, 0.2)}],
         },
-        "mnli_shuffled": {"data": mnli, "background": "shuffled", "label": "neutral"},
-        "sst2_shuffled": {"data": sst2, "background": "shuffled", "label": None},
+        "mnli_shuffled": {"data": mnli, "background": "shuffled", "plants": short},
+        "sst2_shuffled": {"data": sst2, "background": "shuffled", "plants": text},
         "snli_shuffled_n2000": {
             "data": snli,
             "background": "shuffled",
-            "label": "neutral",
+            "plants": short,
             "sizes": (2000,),
         },
     }
@@ -86,10 +98,11 @@ def main() -> int:
             data,
             analyses=analyses,
             profile="quick",
-            rates=s.get("rates", DEFAULT_RATES),
+            plants=s["plants"],
+            rates=DEFAULT_RATES,
             sizes=s.get("sizes"),
             n_repeats=args.repeats,
-            label=s["label"],
+            label=s.get("label", "neutral") if s["plants"][0]["field"] != "text" else None,
             background=s["background"],
             random_state=0,
             progress=lambda line, name=name: print(f"{name}: {line}", flush=True),

@@ -206,6 +206,8 @@ def test_canary_errors_before_any_work(clean):
         run_canary(clean, analyses=["pvi"], sizes=[10_000])
     with pytest.raises(ParameterError, match="'kind'"):
         run_canary(clean, analyses=["pvi"], plants=[{"kind": "colour"}])
+    with pytest.raises(ParameterError, match="plant's 'rates'"):
+        run_canary(clean, analyses=["pvi"], plants=[{"kind": "token", "rates": [2.0]}])
     with pytest.raises(ParameterError, match="no_such"):
         run_canary(clean, analyses=["no_such"])
 

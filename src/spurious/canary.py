@@ -126,11 +126,12 @@ class CanaryResult:
         """One line per analysis x plant: "at this size, this audit detects ..."."""
         lines = []
         label = self.config.get("label")
+        top = self.summary.groupby(["analysis", "plant", "n"], sort=False)["rate"].max()
         for r in self.thresholds().itertuples(index=False):
             if np.isnan(r.min_rate_detected):
                 lines.append(
                     f"n={r.n}: {r.analysis} does not detect {r.plant} at any planted rate "
-                    f"up to {max(self.config['rates']):.1%} of {label!r}'s examples"
+                    f"up to {top[(r.analysis, r.plant, r.n)]:.1%} of {label!r}'s examples"
                 )
             else:
                 lines.append(
@@ -307,8 +308,9 @@ def run_canary(
         Default: every analysis of ``spurious audit`` with ``profile``'s parameters
         (analyses whose requirements these data do not meet are skipped and listed).
     profile : {"quick", "full"}, default="quick"
-    plants : list of {"kind", "field"}, optional
-        Default :func:`default_plants`.
+    plants : list of {"kind", "field", "rates"}, optional
+        Default :func:`default_plants`. A plant's own ``rates`` replace ``rates`` for it
+        (a small grid for the secondary plants).
     rates : sequence of float, default=(0.005, 0.02, 0.05, 0.2)
         Shares of ``label``'s examples that carry each plant.
     sizes : sequence of int, optional
@@ -376,6 +378,11 @@ def run_canary(
     plants = [dict(p) for p in (plants or default_plants(data))]
     for p in plants:
         p.setdefault("field", default_field(data))
+        p["rates"] = sorted(float(r) for r in p.get("rates", rates))
+        if not p["rates"] or any(not 0 < r <= 1 for r in p["rates"]):
+            raise ParameterError(
+                f"A plant's 'rates' must list shares in (0, 1]. Got {p['rates']!r}."
+            )
         if p.get("kind") not in PLANT_KINDS:
             raise ParameterError(
                 f"A plant's 'kind' must be one of {list(PLANT_KINDS)}. Got {p.get('kind')!r}."
@@ -384,7 +391,9 @@ def run_canary(
     token_kw = {} if token is None else {"token": token}
     # Checked once, before any analysis runs: bad plants fail here.
     for p in plants:
-        plant_shortcut(data, p["kind"], rate=rates[-1], label=label, field=p["field"], **token_kw)
+        plant_shortcut(
+            data, p["kind"], rate=p["rates"][-1], label=label, field=p["field"], **token_kw
+        )
 
     rows: list[dict[str, Any]] = []
     skipped: dict[str, str] = {}
@@ -414,7 +423,7 @@ def run_canary(
             if progress:
                 progress(f"n={len(base)} repeat {rep}: unplanted copy done")
             for p in plants:
-                for rate in rates:
+                for rate in p["rates"]:
                     seed = int(rng.integers(0, 2**31 - 1))
                     planted = plant_shortcut(
                         base, p["kind"], rate=rate, label=label, field=p["field"],
