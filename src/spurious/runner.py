@@ -235,13 +235,21 @@ def load_inputs(inputs: Mapping[str, Any], *, progress: bool | None = None) -> R
             field_map=fmap,
             label_names=train.label_names or None,
         )
+    notes = []
     if inputs.get("annotations"):
-        target = attach_annotations(ev if ev is not None else train, inputs["annotations"])
+        min_match = inputs.get("annotations_min_match")
+        target = attach_annotations(
+            ev if ev is not None else train,
+            inputs["annotations"],
+            **({} if min_match is None else {"min_match": float(min_match)}),
+        )
+        notes.append(f"--annotations: {target.frame.attrs.get('annotations_matched')}.")
         if ev is not None:
             ev = target
         else:
             train = target
     warnings = [w for ds in (train, ev) if ds is not None for w in _row_notes(ds, inputs)]
+    warnings.extend(notes)
     if ev is not None:
         ev, note = _overlap(train, ev, drop=bool(inputs.get("drop_overlap")))
         warnings.extend(note)
@@ -381,27 +389,24 @@ def read_attributes(path: str | os.PathLike[str]) -> pd.DataFrame:
     return frame
 
 
-def attach_annotations(ds: Dataset, path: str | os.PathLike[str]) -> Dataset:
-    """``ds`` with ``annotator_labels`` read from a file of ``id`` + ``annotator_labels``."""
-    from spurious.data.readers import READERS, infer_format
+def attach_annotations(
+    ds: Dataset, path: str | os.PathLike[str], *, min_match: float | None = None
+) -> Dataset:
+    """``ds`` with ``annotator_labels`` from an annotation file, matched by id or by text.
 
-    path = Path(path)
-    frame, _ = READERS[infer_format(path)](path)
-    if not {"id", "annotator_labels"} <= set(frame.columns):
-        raise SchemaError(
-            f"--annotations {str(path)!r} needs columns 'id' and 'annotator_labels' (a list of "
-            f"labels per example); got {list(frame.columns)}."
-        )
-    by_id = dict(zip(frame["id"].map(str), frame["annotator_labels"], strict=True))
-    missing = [i for i in ds.ids if i not in by_id]
-    if missing:
-        raise SchemaError(
-            f"--annotations {str(path)!r} lacks {len(missing)} of the {len(ds)} ids of "
-            f"{ds.name!r} (e.g. {missing[:3]})."
-        )
+    See :func:`spurious.data.annotations.match_annotations` (``annotator_labels`` lists or
+    ChaosNLI ``label_counter``; a file of which fewer than ``min_match`` of the examples
+    match is refused). Rows the file does not annotate get no annotator labels; how many
+    matched is in ``frame.attrs["annotations_matched"]``.
+    """
+    from spurious.data.annotations import MIN_MATCH, match_annotations
+
+    match = match_annotations(path, ds, min_match=MIN_MATCH if min_match is None else min_match)
     merged = ds.frame.copy()
-    merged["annotator_labels"] = [by_id[i] for i in ds.ids]
-    return Dataset.from_frame(merged, ds.task.name, label_names=ds.label_names, name=ds.name)
+    merged["annotator_labels"] = match.label_lists()
+    out = Dataset.from_frame(merged, ds.task.name, label_names=ds.label_names, name=ds.name)
+    out.frame.attrs.update({**ds.frame.attrs, "annotations_matched": match.summary})
+    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -727,6 +732,7 @@ def run(
     predictions_value_field: str | None = None,
     predictions_align: str = "id",
     predictions_kind: str = "auto",
+    annotations_min_match: float | None = None,
     profile: str = "full",
     seed: int = 0,
     out: str | os.PathLike[str] | None = None,
@@ -752,6 +758,10 @@ def run(
         ``--prediction-kind``); see :func:`spurious.data.predictions.load_predictions`
         (``id_field``, ``value_field``, ``align``, ``kind``). With an in-memory
         ``data``, predictions are aligned to ``eval`` (else ``data``) the same way.
+    annotations_min_match : float, optional
+        Smallest share of the ``annotations`` file's examples that must match a row
+        (``--min-annotation-match``; default 0.5); see
+        :func:`spurious.data.annotations.match_annotations`.
     profile : {"full", "quick"}
         Parameter profile of the analyses (see each analysis' ``profiles``).
     seed : int
@@ -819,6 +829,7 @@ def run(
         ("predictions_value_field", predictions_value_field, None),
         ("predictions_align", predictions_align, "id"),
         ("predictions_kind", predictions_kind, "auto"),
+        ("annotations_min_match", annotations_min_match, None),
     ):
         if value != default:
             inputs[key] = value

@@ -66,8 +66,10 @@ def fail_on_option(f: Any) -> Any:
 @options.prediction_file_options
 @options.file_opt(
     "--annotations",
-    "Per-example annotator labels (a file with 'id' and 'annotator_labels') for the judged split.",
+    "Per-example annotations of the judged split (JSONL: 'annotator_labels' lists or "
+    "ChaosNLI 'label_counter'), matched by id, else by text.",
 )
+@options.min_annotation_match_option
 @options.attributes_option
 @options.opt(
     "--quick",

@@ -69,9 +69,11 @@ def _adversaries(items: tuple[str, ...]) -> list[str] | dict[str, str]:
 )
 @options.file_opt(
     "--annotations",
-    "JSONL of annotations per evaluation id: 'annotator_labels' lists or ChaosNLI "
-    "'label_counter' (default: the evaluation split's own annotator_labels).",
+    "JSONL of annotations of the evaluation split: 'annotator_labels' lists or ChaosNLI "
+    "'label_counter', matched by id, else by text (default: the split's own "
+    "annotator_labels).",
 )
+@options.min_annotation_match_option
 @options.set_option(
     "Set one parameter, repeatable (e.g. --set fairness.n_bootstrap=200, "
     "--set fairness.aflite_params={n_partitions: 16}).",
@@ -126,8 +128,6 @@ def fairness(
         params["adversaries"] = _adversaries(adversaries)
     if families:
         params["families"] = _families(families)
-    if annotations is not None:
-        params["annotations"] = str(annotations)
     sets = parse_set(overrides)
     unknown = sorted(set(sets) - {"fairness"})
     if unknown:
@@ -137,7 +137,13 @@ def fairness(
     params.update(sets.get("fairness", {}))
     config = {
         "inputs": options.run_inputs(
-            data, task, fmt=fmt, field_map=field_map, eval=eval_path, predictions=all_predictions
+            data,
+            task,
+            fmt=fmt,
+            field_map=field_map,
+            eval=eval_path,
+            predictions=all_predictions,
+            annotations=annotations,
         ),
         "analyses": {"fairness": params},
         "seed": seed,

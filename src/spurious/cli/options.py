@@ -214,6 +214,8 @@ def run_inputs(
             value = ctx.meta.get(f"spurious.{key}")
             if value:  # unset flags stay out of the config
                 out[key] = value
+        if ctx.meta.get("spurious.annotations_min_match") is not None:
+            out["annotations_min_match"] = ctx.meta["spurious.annotations_min_match"]
         for key, config_key in PREDICTION_INPUTS.items():
             value = ctx.meta.get(f"spurious.{key}")
             if value is not None:
@@ -282,6 +284,21 @@ def prediction_file_options(f: F) -> F:
         "names and values.",
     )
     return id_field(value_field(align(kind(f))))
+
+
+def min_annotation_match_option(f: F) -> F:
+    """``--min-annotation-match``: how much of an annotation file must match the data."""
+    return click.option(
+        "--min-annotation-match",
+        "annotations_min_match",
+        type=click.FloatRange(0.0, 1.0),
+        default=None,
+        expose_value=False,
+        callback=_remember,
+        metavar="SHARE",
+        help="Smallest share of the --annotations file's examples that must match a row "
+        "(by id, else by text); below it the file is refused (default 0.5).",
+    )(f)
 
 
 def strict_predictions_option(f: F) -> F:
