@@ -86,6 +86,17 @@ def test_permutation_p_value_limits():
     assert 0.2 < np.mean(p_noise) < 0.8
 
 
+def test_a_shift_that_moves_no_majority_is_still_found():
+    # p(y=1) is 0.2 for low x and 0.4 for high x: label 0 is every bin's majority, so
+    # the accuracy gain is 0, but the label shares differ and the MI test sees it.
+    rng = np.random.default_rng(3)
+    x = rng.random(3000)
+    y = (rng.random(3000) < np.where(x > 0.5, 0.4, 0.2)).astype(int)
+    a = binned_association(x, y, 2, np.arange(3000) % 5, n_bins=2, n_permutations=199)
+    assert a.effect == pytest.approx(0.0, abs=1e-12)
+    assert a.p_value == pytest.approx(1 / 200) and a.mutual_information > 0.01
+
+
 def test_text_properties_count_words_punctuation_digits():
     frame = pd.DataFrame({"text": ["Hello, world! 42", "no"], "label": ["a", "b"]})
     props = text_properties(Dataset.from_frame(frame, "text"))

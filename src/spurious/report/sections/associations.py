@@ -94,7 +94,7 @@ def _feature_table(rows: Sequence[Mapping[str, Any]]) -> Markup:
         ("effect", "out-of-fold binned accuracy minus majority accuracy"),
         ("95% interval", "Wilson interval of the accuracy, majority rate fixed"),
         ("MI (bits)", "I(bin; label), plug-in"),
-        ("p (permutation)", "labels permuted, bins and folds fixed"),
+        ("p (permutation)", "test of I(bin; label): labels permuted, bins fixed"),
         ("p (BH)", "Benjamini-Hochberg over all features"),
         "flagged",
         ("low values ->", "label whose share rises most in the lowest bin"),
@@ -151,8 +151,8 @@ def associations_section(result: Result) -> Section:
     legend = render_fragment(
         '<p class="legend">Each feature is cut into at most {{ b }} quantile bins; each bin '
         "predicts the majority label of its training folds ({{ f }} folds). Effect = that "
-        "classifier's out-of-fold accuracy minus the majority guess's; p from {{ p }} label "
-        "permutations, Benjamini-Hochberg over the features. No model is used.</p>",
+        "classifier's out-of-fold accuracy minus the majority guess's; p: a test of I(bin; "
+        "label) with {{ p }} label permutations, Benjamini-Hochberg over the features. No model is used.</p>",
         b=params.get("n_bins", "?"),
         f=params.get("n_folds", "?"),
         p=params.get("n_permutations", "?"),
