@@ -71,6 +71,11 @@ __all__ = [
 MAX_CELL_CHARS = 400
 #: Rows of ``scores`` shown by :func:`scores_preview`.
 PREVIEW_ROWS = 10
+#: Most rows an example or findings table shows in a section; the rest are in the
+#: per-example Parquet table beside the report (a page stays readable at any size).
+MAX_FINDINGS = 15
+#: Where a result's full per-example table sits, relative to the report.
+FULL_TABLE_PATH = "{name}/scores.parquet"
 #: Characters of ``details`` JSON shown by the generic section.
 MAX_DETAILS_CHARS = 20_000
 #: Shown for missing or non-finite numbers.
@@ -468,8 +473,13 @@ def example_table(
     text_columns: Collection[str] = (),
     title: str = "",
     note: str | Markup = "",
+    max_rows: int | None = MAX_FINDINGS,
+    full_table: str | None = None,
 ) -> Markup:
     """A table of dataset examples under an optional heading and note.
+
+    At most ``max_rows`` rows are shown (the first ones: pass them best first); the
+    note then says how many there were and where the full table is.
 
     Columns whose header is in ``text_columns`` hold dataset text: their values are
     shown as escaped, truncated text even when passed as Markup or as a Cell with
@@ -489,6 +499,12 @@ def example_table(
         Heading shown above the table.
     note : str or Markup
         One line under the heading.
+    max_rows : int or None, default=MAX_FINDINGS
+        Rows shown; ``None`` shows all.
+    full_table : str, optional
+        Link (relative to the report) to the full table, e.g. the result's Parquet
+        file (:func:`full_table_href`); default: the note points to the line at the end
+        of the section (:func:`full_table_block`).
 
     Examples
     --------
@@ -496,6 +512,9 @@ def example_table(
     ...                      text_columns=["text"], title="Examples")
     >>> "&lt;b&gt;x&lt;/b&gt;" in html and "<b>x" not in html
     True
+    >>> many = example_table(["id"], [[i] for i in range(40)], max_rows=15)
+    >>> many.count("<tr>") <= 16, "Top 15 of 40" in many
+    (True, True)
     """
     names = [str(h[0] if isinstance(h, tuple) else h) for h in headers]
     text_idx = {i for i, n in enumerate(names) if n in set(text_columns)}
@@ -508,13 +527,66 @@ def example_table(
             return value
         return _text_cell(_as_text(value))
 
+    rows = list(rows)
+    more = ""
+    if max_rows is not None and len(rows) > max_rows:
+        more = render_fragment(
+            'Top {{ k }} of {{ "{:,}".format(n) }} shown; the rest are in '
+            '{% if href %}<a href="{{ href }}">the full table</a>{% else %}the full table '
+            "linked at the end of this section{% endif %}.",
+            k=max_rows,
+            n=len(rows),
+            href=full_table,
+        )
+        rows = rows[:max_rows]
     safe_rows = [[plain(v) if i in text_idx else v for i, v in enumerate(row)] for row in rows]
     return render_fragment(
-        '{% if title %}<h4>{{ title }}</h4>{% endif %}{% if note %}<p class="muted">{{ note }}'
-        "</p>{% endif %}{{ t }}",
+        '{% if title %}<h4>{{ title }}</h4>{% endif %}{% if note or more %}<p class="muted">'
+        "{{ note }}{% if note and more %} {% endif %}{{ more }}</p>{% endif %}{{ t }}",
         title=title,
         note=note,
+        more=more,
         t=html_table(headers, safe_rows, css="examples", wide=True),
+    )
+
+
+def full_table_href(result: Result) -> str:
+    """Link, relative to the report, to ``result``'s full per-example table (Parquet).
+
+    A run directory holds it as ``<analysis>/scores.parquet`` beside ``report.html``;
+    :func:`spurious.report.render` writes it there for results held in memory.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> full_table_href(Result("aflite", pd.DataFrame(), {}))
+    'aflite/scores.parquet'
+    """
+    return FULL_TABLE_PATH.format(name=result.name)
+
+
+def full_table_block(result: Result) -> Markup:
+    """One line linking the section's full per-example table (Parquet beside the report).
+
+    No element id: a page may show two sections of one analysis.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> html = full_table_block(Result("aflite", pd.DataFrame({"id": ["a", "b"]}), {}))
+    >>> 'href="aflite/scores.parquet"' in html and "2 rows" in html
+    True
+    """
+    scores = result.scores
+    if scores is None or scores.empty:
+        return Markup("")
+    return render_fragment(
+        '<p class="muted full-table">Full per-example table: '
+        '<a href="{{ href }}">{{ href }}</a> ({{ "{:,}".format(n) }} rows, {{ c }} columns; '
+        'Parquet beside the report, e.g. <code>pandas.read_parquet("{{ href }}")</code>).</p>',
+        href=full_table_href(result),
+        n=len(scores),
+        c=scores.shape[1],
     )
 
 
@@ -843,7 +915,7 @@ def section_footer(result: Result, extra: Mapping[str, Markup] | None = None) ->
     >>> html.count("<details")
     2
     """
-    parts = [details_block("Parameters", kv_table(result.params or {}))]
+    parts = [full_table_block(result), details_block("Parameters", kv_table(result.params or {}))]
     parts += [details_block(title, body) for title, body in (extra or {}).items()]
     parts.append(details_block("Provenance", provenance_block(result)))
     return Markup("").join(parts)

@@ -27,11 +27,11 @@ from markupsafe import Markup
 
 from spurious._version import __version__
 from spurious.exceptions import ResultLoadError
-from spurious.report.components import callout, format_number, render_fragment
+from spurious.report.components import callout, format_number, full_table_href, render_fragment
 from spurious.report.overview import ReportEntry, build_overview, render_overview
 from spurious.report.sections import build_section, error_section
 from spurious.results import Result
-from spurious.utils.io import atomic_write_text, read_json
+from spurious.utils.io import atomic_write, atomic_write_text, read_json
 
 logger = logging.getLogger(__name__)
 
@@ -425,6 +425,10 @@ def render(
 ) -> Path:
     """Render results held in memory into one self-contained HTML file, no run directory.
 
+    Each result's full per-example table is written beside it as Parquet
+    (``<analysis>/scores.parquet``, where its section links to it): a section shows at
+    most the top rows.
+
     Parameters
     ----------
     results : sequence of Result or mapping of str to Result
@@ -478,6 +482,31 @@ def render(
     )
     html = _page(name or "report", manifest, entries, [])
     path.parent.mkdir(parents=True, exist_ok=True)
+    _write_full_tables([r for _, r in items], path.parent)
     out = atomic_write_text(path, html)
     logger.info("Wrote report %s (%.0f kB)", out, len(html.encode("utf-8")) / 1024)
     return out
+
+
+def _write_full_tables(results: Sequence[Result], folder: Path) -> None:
+    """Each result's per-example table as Parquet where its section links to it.
+
+    A section shows at most the top rows; the full table sits beside the report, at the
+    same place as in a run directory (``<analysis>/scores.parquet``). Two results of the
+    same analysis would share that place, so neither is written (with a warning).
+    """
+    names = [r.name for r in results]
+    for r in results:
+        if r.scores is None or r.scores.empty:
+            continue
+        if names.count(r.name) > 1:
+            logger.warning(
+                "Two results of %r: their per-example tables are not written beside the "
+                "report (they would share %s); save each with Result.save.",
+                r.name,
+                full_table_href(r),
+            )
+            continue
+        atomic_write(
+            folder / full_table_href(r), lambda f, r=r: r.scores.to_parquet(f, index=False)
+        )

@@ -305,7 +305,29 @@ def build_overview(
             out.failed.append(
                 NotRun(name, "", "missing", "listed in manifest.json, but no result was saved")
             )
+    # The first screen leads with what needs no model (atlas, associations): those
+    # findings are there in seconds for any dataset; the rest keep their run order.
+    out.findings.sort(key=lambda f: not is_model_free(f.name))
     return out
+
+
+def is_model_free(name: str) -> bool:
+    """Whether the registered analysis ``name`` needs no representation, trained model,
+    training dynamics or predictions (an unknown name: ``False``).
+
+    Examples
+    --------
+    >>> is_model_free("atlas"), is_model_free("aflite"), is_model_free("no_such_analysis")
+    (True, False, False)
+    """
+    from spurious.analysis import get_analysis  # the report must not load analyses on import
+    from spurious.exceptions import ParameterError
+
+    try:
+        req = get_analysis(name).requires
+    except ParameterError:  # not registered here (a plugin's result): not known to be model-free
+        return False
+    return not (req.features or req.trained_model or req.training_dynamics or req.predictions)
 
 
 _OVERVIEW = """

@@ -23,6 +23,7 @@ from spurious.report.components import (
     figure_block,
     finite,
     format_number,
+    full_table_href,
     html_table,
     kv_table,
     metrics_table,
@@ -298,7 +299,14 @@ def _examples(result: Result, key: str, title: str, note: str) -> Markup:
                 "kept" if rnd is None or rnd == -1 else rnd,
             ]
         )
-    return example_table(headers, rows, text_columns=["id", *text_cols], title=title, note=note)
+    return example_table(
+        headers,
+        rows,
+        text_columns=["id", *text_cols],
+        title=title,
+        note=note,
+        full_table=full_table_href(result),
+    )
 
 
 @register_section("aflite")

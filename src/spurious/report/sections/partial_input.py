@@ -30,6 +30,7 @@ from spurious.report.components import (
     example_table,
     figure_block,
     finite,
+    full_table_href,
     html_table,
     kv_table,
     metric_cell,
@@ -453,7 +454,10 @@ _KNOWN_PREFIXES = ("pred_", "p_gold_", "correct_")
 
 
 def _top_examples(
-    conds: list[_Condition], details: Mapping[str, Any], scores: pd.DataFrame | None
+    conds: list[_Condition],
+    details: Mapping[str, Any],
+    scores: pd.DataFrame | None,
+    full_table: str | None = None,
 ) -> Markup:
     raw = details.get("top_examples")
     examples = [e for e in raw if isinstance(e, Mapping)] if isinstance(raw, list) else []
@@ -536,6 +540,7 @@ def _top_examples(
             'alone. Predictions that match the gold label are marked <span class="pred hit">'
             "green</span>; the number in parentheses is p(gold)."
         ),
+        full_table=full_table,
     )
 
 
@@ -587,7 +592,7 @@ def partial_input_section(result: Result) -> Section:
         render_fragment("<h4>Leakage metrics</h4>{{ t }}", t=_metrics_table(conds, m)),
         _figures(conds, m, result.scores),
         _per_class(conds, details),
-        _top_examples(conds, details, result.scores),
+        _top_examples(conds, details, result.scores, full_table_href(result)),
         title="partial_input — partial-input baselines",
         extra=extra,
     )
