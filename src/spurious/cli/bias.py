@@ -74,8 +74,6 @@ def print_bias_table(res: Any) -> None:
     if d.get("sample_size_notes"):
         click.echo("* bootstrap groups smaller than --sample-size (too few examples on one side "
                    "of every threshold; see --fixed-sample-size)")  # fmt: skip
-    for h, why in undefined.items():
-        click.secho(f"undefined: {h}: {why}", fg="yellow")
     null = d.get("null") or {}
     if null.get("n_permutations"):
         click.echo(

@@ -358,7 +358,12 @@ def bias_table(
         metrics["max_bias_null_p_value"] = null["p_value"]
         metrics["max_bias_null_q95"] = null["q95"]
         timings["null_s"] = round(time.perf_counter() - tn, 4)
-    warnings = _spread_warnings(table, params["n_trials"])
+    # Undefined biases and adapted sizes travel with the result (report and CLI show them).
+    warnings = [
+        *(f"prediction bias on {h!r} is undefined: {why}" for h, why in undefined.items()),
+        *notes.values(),
+        *_spread_warnings(table, params["n_trials"]),
+    ]
     scores_df = pd.DataFrame(out_scores)
     summary = _summary(table, metrics, metric, shared_threshold, ref, human is not None)
     return DetectorResult(
