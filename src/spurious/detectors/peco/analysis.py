@@ -408,7 +408,8 @@ class Peco(Detector):
             metrics[f"peco_{d}"] = score
             if boot is not None:
                 lo, hi = seed_bootstrap_interval(per_seed, boot[d], self.confidence)
-                metrics[f"peco_{d}_ci_low"], metrics[f"peco_{d}_ci_high"] = lo, hi
+                # A divergence area is never negative; the excess below may be.
+                metrics[f"peco_{d}_ci_low"], metrics[f"peco_{d}_ci_high"] = max(lo, 0.0), hi
             metrics[f"peco_{d}_seed_sd"] = float(per_seed.std(ddof=1)) if len(fits) > 1 else 0.0
             metrics[f"peco_{d}_seed_min"] = float(per_seed.min())
             metrics[f"peco_{d}_seed_max"] = float(per_seed.max())

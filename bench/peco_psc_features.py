@@ -1,0 +1,104 @@
+"""PSC representations for ``bench/peco_real.py --psc-features``: fine-tune, then embed.
+
+Paper 003 App. B: PECO clusters the hypothesis as seen by a model trained on *full
+pairs* (PSC). For each setting of ``bench/leakage_real.py`` this fine-tunes MiniLM on the
+training portion's full pairs (``spurious.models.finetune.fine_tune``, default config;
+SNLI 3 epochs, the others 2; the scored portion is the evaluation split, as in
+``peco_real.py``'s own fine-tunes) and writes the pooled last layer of the scored
+portion's hypotheses (the ``finetuned:<dir>`` features) to ``OUT/<name>.npy``, with the
+row ids, the training history and the wall time in ``OUT/psc_meta.json``. Meant for a
+GPU machine (the four fine-tunes took 67 s on one H200); ``peco_real.py`` then scores
+the arrays on any machine.
+
+Usage::
+
+    python bench/peco_psc_features.py --out runs/peco-psc-gpu [--data ../shared/data]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def settings(data: Path) -> dict:
+    """name -> () -> (train, scored), the splits of ``leakage_real.py`` under ``data``."""
+    from spurious import load_dataset
+
+    cad = data / "cad_snli"
+    return {
+        "snli": lambda: (
+            load_dataset(data / "snli/test_tokenized.jsonl", "nli", name="snli-test"),
+            load_dataset(data / "snli/dev.jsonl", "nli", name="snli-dev"),
+        ),
+        "mnli": lambda: load_dataset(data / "mnli/dev_matched.jsonl", "nli").split(
+            0.3, random_state=0
+        ),
+        "cad_original": lambda: (
+            load_dataset(cad / "original/train.tsv", "nli", name="cad-original-train"),
+            load_dataset(cad / "original/test.tsv", "nli", name="cad-original-test"),
+        ),
+        "cad_revised_combined": lambda: (
+            load_dataset(cad / "revised_combined/train.tsv", "nli", name="cad-revised-train"),
+            load_dataset(cad / "revised_combined/test.tsv", "nli", name="cad-revised-test"),
+        ),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--only", nargs="+", default=None)
+    ap.add_argument("--work", type=Path, default=Path("/tmp/peco-psc"))
+    args = ap.parse_args()
+
+    from spurious.features import make_featurizer
+    from spurious.models.finetune import FineTuneConfig, fine_tune
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    meta = {}
+    for name, make in settings(args.data).items():
+        if args.only and name not in args.only:
+            continue
+        train, scored = make()
+        epochs = 3 if name == "snli" else 2
+        t0 = time.perf_counter()
+        res = fine_tune(
+            train,
+            scored,
+            FineTuneConfig(epochs=epochs, record_dynamics=False),
+            args.work / name,
+            progress=False,
+            overwrite=True,
+        )
+        train_s = time.perf_counter() - t0
+        X = make_featurizer(f"finetuned:{args.work / name}/model").transform(
+            scored, "hypothesis_only"
+        )
+        X = np.asarray(X, dtype=np.float32)
+        np.save(args.out / f"{name}.npy", X)
+        meta[name] = {
+            "ids": [str(i) for i in scored.ids],
+            "n_train": len(train),
+            "n_scored": len(scored),
+            "epochs": epochs,
+            "train_s": round(train_s, 1),
+            "history": res.history,
+            "metrics": res.metrics,
+            "shape": list(X.shape),
+        }
+        print(f"{name}: {X.shape} in {train_s:.0f}s", flush=True)
+    (args.out / "psc_meta.json").write_text(json.dumps(meta, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
