@@ -391,7 +391,7 @@ class Associations(Detector):
         0.03,
         0.10,
         {
-            "none": "no heuristic or property predicts the label",
+            "none": "no heuristic or property gives the label away",
             "low": "a simple property predicts the label slightly",
             "moderate": "a simple property predicts the label",
             "high": "a simple property predicts the label strongly",
@@ -651,8 +651,8 @@ class Associations(Detector):
             if r["significant"]
         )
         summary = (
-            f"{len(significant)}/{len(fnames)} features predict the label (BH <= {self.alpha})"
-            + (f": {top}" if top else "")
+            f"{len(significant)}/{len(fnames)} features are associated with the label "
+            f"(BH <= {self.alpha})" + (f": {top}" if top else "")
         )
         details = {
             "label_names": list(names),
@@ -725,12 +725,16 @@ class Associations(Detector):
             r = rows.get(best, {})
             where = f" (high -> {r['high_points_to']})" if r.get("high_points_to") else ""
             text = (
-                f"{n_sig} of {int(m.get('n_features', 0))} properties predict the label; "
+                f"{n_sig} of {int(m.get('n_features', 0))} properties are associated with "
+                "the label (BH); "
                 f"strongest {best}{where}: +{m['max_effect']:.1%} accuracy over the majority"
             )
             interval = (m.get("max_effect_ci_low"), m.get("max_effect_ci_high"))
         else:
-            text = f"no heuristic or property of {int(m.get('n_features', 0))} predicts the label"
+            text = (
+                f"none of {int(m.get('n_features', 0))} heuristics and properties is "
+                "associated with the label"
+            )
             interval = None
         scale = dataclasses.replace(self.verdict_scale, alpha=self.alpha)
         return scale.headline(
