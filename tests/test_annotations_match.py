@@ -142,3 +142,15 @@ def test_fairness_command_refuses_unmatched_annotations_before_any_work(tmp_path
     assert res.exit_code == 2
     assert "only 0 of the file's 1 annotated example(s)" in res.output
     assert not (tmp_path / "run" / "manifest.json").exists()
+
+
+def test_api_attaches_annotations_to_an_in_memory_dataset(snli_dev, chaos_file):
+    import spurious
+
+    with pytest.raises(SchemaError, match="min_match=1"):
+        spurious.run(snli_dev, annotations=chaos_file, annotations_min_match=1.0,
+                     analyses=["prediction_bias"], progress=False)  # fmt: skip
+    run = spurious.run(snli_dev, annotations=chaos_file, analyses=["prediction_bias"],
+                       progress=False)  # fmt: skip
+    labels = run.context.train.frame["annotator_labels"]
+    assert int(labels.map(len).gt(0).sum()) == N_LINES - N_NO_GOLD

@@ -795,6 +795,11 @@ def run(
     in_memory = isinstance(data, Dataset)
     if in_memory:
         ev_ds = eval if isinstance(eval, Dataset) else None
+        if annotations is not None:  # the judged split: eval, else data
+            judged = attach_annotations(
+                ev_ds if ev_ds is not None else data, annotations, min_match=annotations_min_match
+            )
+            ev_ds, data = (judged, data) if ev_ds is not None else (None, judged)
         preds = []
         if predictions:
             from spurious.data.predictions import load_predictions
