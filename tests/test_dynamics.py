@@ -379,3 +379,73 @@ def test_finetune_path_delegates(small, monkeypatch):
     out = ctx.artifact("training_dynamics", path="finetune", view="hypothesis_only", epochs=2)
     assert isinstance(out, TrainingDynamics) and out.meta["path"] == "finetune"
     assert calls == [("hypothesis_only", {"epochs": 2, "seed": 0})]
+
+
+# ---------------------------------------------------------------------------------------
+# Held-out (cross-fitted) dynamics
+# ---------------------------------------------------------------------------------------
+def test_stratified_folds_balance_labels_and_sizes():
+    from spurious.models.dynamics import stratified_folds
+
+    y = np.repeat([0, 1, 2], [10, 7, 4])
+    folds = stratified_folds(y, 3, random_state=0)
+    assert np.bincount(folds).tolist() == [7, 7, 7]
+    for label in range(3):
+        counts = np.bincount(folds[y == label], minlength=3)
+        assert counts.max() - counts.min() <= 1
+    assert (stratified_folds(y, 3, random_state=0) == folds).all()
+    with pytest.raises(ParameterError, match="'n_folds' argument must be an int >= 2"):
+        stratified_folds(y, 1)
+
+
+def test_crossfit_records_each_example_with_the_model_of_the_other_folds():
+    """Known answer: fold f's rows are exactly the evaluation records of a probe trained
+    on the other folds with seed random_state + f."""
+    from spurious.models.dynamics import crossfit_dynamics, stratified_folds
+
+    X, y = _blobs(n=200)
+    ids = [f"x{i}" for i in range(200)]
+    frame = crossfit_dynamics(X, y, n_folds=2, ids=ids, epochs=3, random_state=4)
+    assert set(frame["split"]) == {"train"}
+    assert frame.groupby("epoch")["id"].apply(list).map(lambda v: v == ids).all()
+    folds = stratified_folds(y, 2, random_state=4)
+    held, fit = np.flatnonzero(folds == 1), np.flatnonzero(folds == 0)
+    ref = probe_dynamics(
+        X[fit], y[fit], X[held], y[held], epochs=3, n_classes=3, random_state=5,
+        train_ids=[ids[i] for i in fit], eval_ids=[ids[i] for i in held],
+    )  # fmt: skip
+    ref = ref[ref["split"] == "eval"].set_index(["epoch", "id"])["p_gold"]
+    got = frame[frame["fold"] == 1].set_index(["epoch", "id"])["p_gold"]
+    np.testing.assert_allclose(got.loc[ref.index].to_numpy(), ref.to_numpy())
+
+
+def test_crossfit_does_not_reward_memorisation():
+    """Control: labels unrelated to the features. In-sample dynamics of a wide MLP climb
+    (it memorises); held-out dynamics stay at chance, as they should."""
+    from spurious.models.dynamics import crossfit_dynamics
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 20)).astype(np.float32)
+    y = rng.integers(0, 3, 200)
+    kw = {"epochs": 30, "hidden_size": 256, "lr": 1e-2, "random_state": 0}
+    inside = probe_dynamics(X, y, **kw)
+    held = crossfit_dynamics(X, y, n_folds=2, **kw)
+    last_in = inside[inside["epoch"] == 30.0]["correct"].mean()
+    last_held = held[held["epoch"] == 30.0]["correct"].mean()
+    assert last_in > 0.8
+    assert abs(last_held - 1 / 3) < 0.12
+    assert held["p_gold"].mean() < inside["p_gold"].mean() - 0.2
+
+
+def test_artifact_held_out_folds(small):
+    train, test, _ = small
+    ctx = RunContext(train, None, progress=False)
+    dyn = ctx.artifact("training_dynamics", features="bow", epochs=2, held_out_folds=2)
+    assert dyn.meta["held_out_folds"] == 2 and dyn.splits() == ["train"]
+    assert sorted(dyn.ids("train")) == sorted(map(str, train.ids))
+    with pytest.raises(ParameterError, match=r"'held_out_folds' option .* without an evaluation"):
+        RunContext(train, test, progress=False).artifact(
+            "training_dynamics", features="bow", epochs=2, held_out_folds=2
+        )
+    with pytest.raises(ParameterError, match=r"'held_out_folds' option .* path='fast'"):
+        ctx.artifact("training_dynamics", path="load", source="x", held_out_folds=2)

@@ -14,6 +14,8 @@ This package holds the record and everything that makes or moves one:
 - :func:`probe_dynamics`: the *fast path* (issue 8 part 3), a small MLP or a linear
   softmax layer trained for a few epochs on frozen features (cached sentence
   embeddings), recording every training and evaluation example after every epoch;
+- :func:`crossfit_dynamics`: held-out dynamics of a training split without an evaluation
+  split (each example recorded by a probe trained on the other folds);
 - the ``"training_dynamics"`` artifact provider of the run context, so every analysis
   of a run shares one record per configuration. ``path="finetune"`` delegates to the
   fine-tuning engine (:func:`spurious.models.finetune.finetune_dynamics`).
@@ -31,6 +33,7 @@ package registers it).
 """
 
 from spurious.models.dynamics.artifact import PATHS, training_dynamics_artifact
+from spurious.models.dynamics.crossfit import crossfit_dynamics, stratified_folds
 from spurious.models.dynamics.probe import FAST_MODELS, FAST_OPTIONS, probe_dynamics
 from spurious.models.dynamics.record import (
     DYNAMICS_COLUMNS,
@@ -48,7 +51,9 @@ __all__ = [
     "PATHS",
     "TrainingDynamics",
     "cartography_stats",
+    "crossfit_dynamics",
     "load_dynamics",
     "probe_dynamics",
+    "stratified_folds",
     "training_dynamics_artifact",
 ]

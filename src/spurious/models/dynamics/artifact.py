@@ -16,6 +16,7 @@ import pandas as pd
 
 from spurious.context import register_artifact
 from spurious.exceptions import DetectorError, ParameterError
+from spurious.models.dynamics.crossfit import crossfit_dynamics
 from spurious.models.dynamics.probe import FAST_OPTIONS, probe_dynamics
 from spurious.models.dynamics.record import TrainingDynamics, load_dynamics
 
@@ -40,6 +41,7 @@ def training_dynamics_artifact(
     epochs: int | None = None,
     random_state: int | None = 0,
     source: str | None = None,
+    held_out_folds: int | None = None,
     **options: Any,
 ) -> TrainingDynamics:
     """Provider of ``ctx.artifact("training_dynamics", ...)``: dynamics of ``ctx.train``
@@ -67,6 +69,12 @@ def training_dynamics_artifact(
         The seed (the fine-tuning engine's ``seed``).
     source : str, optional
         Folder read by ``path="load"``.
+    held_out_folds : int, optional
+        Fast path without an evaluation split: record each training example with a probe
+        trained on the other ``held_out_folds - 1`` stratified folds
+        (:func:`~spurious.models.dynamics.crossfit.crossfit_dynamics`), so no example is
+        mapped by a model that trained on it. ``None``: in-sample dynamics (Swayamdipta
+        et al.'s definition).
     **options
         Passed on: :func:`probe_dynamics` keywords (``lr``, ``batch_size``,
         ``hidden_size``, ``weight_decay``, ``records_per_epoch``, ``standardize``) or the
@@ -89,6 +97,18 @@ def training_dynamics_artifact(
             f"The 'path' option of training dynamics must be one of {list(PATHS)}; got {path!r}."
         )
     view_name = get_view(ctx.train.task, view).name
+    if held_out_folds is not None:
+        if path != "fast":
+            raise ParameterError(
+                f"The 'held_out_folds' option of training dynamics applies to path='fast'; "
+                f"got path={path!r}."
+            )
+        if ctx.eval is not None:
+            raise ParameterError(
+                "The 'held_out_folds' option of training dynamics applies without an evaluation "
+                "split (its examples are already recorded by a model that never saw them); got "
+                f"held_out_folds={held_out_folds!r} with an evaluation split."
+            )
     if path == "load":
         if not source:
             raise ParameterError("path='load' needs 'source', the folder of saved dynamics.")
@@ -114,19 +134,32 @@ def training_dynamics_artifact(
     model = model or "mlp"
     epochs = 10 if epochs is None else epochs
     start = time.perf_counter()
-    frame = probe_dynamics(
-        X_train,
-        ctx.train.labels,
-        X_eval,
-        None if ctx.eval is None else ctx.eval.labels,
-        model=model,
-        epochs=epochs,
-        n_classes=ctx.train.n_classes,
-        train_ids=ctx.train.ids,
-        eval_ids=None if ctx.eval is None else ctx.eval.ids,
-        random_state=random_state,
-        **options,
-    )
+    if held_out_folds is not None:
+        frame = crossfit_dynamics(
+            X_train,
+            ctx.train.labels,
+            n_folds=held_out_folds,
+            ids=ctx.train.ids,
+            model=model,
+            epochs=epochs,
+            n_classes=ctx.train.n_classes,
+            random_state=random_state,
+            **options,
+        )
+    else:
+        frame = probe_dynamics(
+            X_train,
+            ctx.train.labels,
+            X_eval,
+            None if ctx.eval is None else ctx.eval.labels,
+            model=model,
+            epochs=epochs,
+            n_classes=ctx.train.n_classes,
+            train_ids=ctx.train.ids,
+            eval_ids=None if ctx.eval is None else ctx.eval.ids,
+            random_state=random_state,
+            **options,
+        )
     meta = {
         "path": "fast",
         "view": view_name,
@@ -135,6 +168,7 @@ def training_dynamics_artifact(
         "epochs": epochs,
         "random_state": random_state,
         "options": dict(options),
+        "held_out_folds": held_out_folds,
         "n_train": len(ctx.train),
         "n_eval": 0 if ctx.eval is None else len(ctx.eval),
         "n_features": int(X_train.shape[1]),

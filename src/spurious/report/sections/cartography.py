@@ -430,6 +430,50 @@ def _example_tables(details: Mapping[str, Any], view: str) -> Markup:
     return Markup("").join(blocks)
 
 
+def _notes(details: Mapping[str, Any]) -> Markup:
+    """How the map was made, when it matters for reading it (fast-path proxy, in-sample)."""
+    notes = [str(n) for n in details.get("notes") or [] if n]
+    if not notes:
+        return Markup("")
+    return render_fragment(
+        '{% for n in notes %}<p class="note"><strong>Note:</strong> {{ n }}</p>{% endfor %}',
+        notes=notes,
+    )
+
+
+def _null(m: Mapping[str, Any], views: Mapping[str, str | None]) -> Markup:
+    """The two maps' agreement against the same maps made with permuted labels."""
+    if "spearman_confidence" not in m:
+        return Markup("")
+    rows = [
+        [
+            "real labels",
+            finite(m.get("spearman_confidence")),
+            finite(m.get("spearman_confidence_ci_low")),
+            finite(m.get("spearman_confidence_ci_high")),
+        ]
+    ]
+    if "spearman_excess" in m:
+        rows.append(["permuted labels", finite(m.get("spearman_confidence_null")), None, None])
+        rows.append(
+            [
+                "excess (the headline)",
+                finite(m.get("spearman_excess")),
+                finite(m.get("spearman_excess_ci_low")),
+                finite(m.get("spearman_excess_ci_high")),
+            ]
+        )
+    return render_fragment(
+        "<h4>Full vs {{ partial }} confidence (Spearman)</h4>{{ t }}"
+        '<p class="legend">Both maps are made again with the labels permuted: the two probes '
+        "agree even then (both see the partial input and the label base rates), so the "
+        "verdict rests on the excess over that null; 95% intervals: Fisher z for rho, Zou "
+        "(2007) for the difference.</p>",
+        partial=str(views.get("partial") or "partial input"),
+        t=html_table(["labels", "Spearman", "95% low", "95% high"], rows, css="metrics"),
+    )
+
+
 @register_section("cartography")
 def cartography_section(result: Result) -> Section:
     """:data:`~spurious.report.sections.SectionRenderer` of the cartography analysis.
@@ -458,7 +502,9 @@ def cartography_section(result: Result) -> Section:
     full_examples = _example_tables(details, "full")
     return result_section(
         result,
+        _notes(details),
         _stats(m, views),
+        _null(m, views),
         _figures(result, views),
         _regions_table(m, views),
         _crosstab(details, views),
