@@ -182,6 +182,8 @@ def test_bad_fields_name_the_parameter():
     ds = make_nli_artifacts(n=60, random_state=0).dataset
     with pytest.raises(ParameterError, match=r"'fields'.*premise.*Got \['question'\]"):
         Atlas(fields=["question"]).run(ds, progress=False)
+    one = Atlas(fields="hypothesis").run(ds, progress=False)
+    assert one.details["fields"] == ["hypothesis"]
     with pytest.raises(ParameterError, match="correction"):
         Atlas(correction="holm").run(ds, progress=False)
 

@@ -242,8 +242,8 @@ class Atlas(Detector):
 
     Parameters
     ----------
-    fields : list of str or None, default=None
-        Text fields to map (``None``: every text field of the task).
+    fields : list of str, str or None, default=None
+        Text fields to map (``None``: every text field of the task; a string: one).
     p0 : {"prior", "uniform"}, default="prior"
         The null ``p(y | token)``: the label's share in the data, or ``1 / C`` as in
         Gardner et al. (equal on balanced data).
@@ -323,7 +323,7 @@ class Atlas(Detector):
         "is_atlas_issue": "The example holds a token flagged for its own label.",
     }
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
-        "fields": [list, tuple, None],
+        "fields": [list, tuple, str, None],
         "p0": [StrOptions({"prior", "uniform"})],
         "alpha": [Interval(Real, 0, 1, closed="neither")],
         "correction": [StrOptions({"bonferroni", "bh"})],
@@ -381,13 +381,15 @@ class Atlas(Detector):
         known = list(ds.task.text_fields)
         if self.fields is None:
             return known
-        bad = [f for f in self.fields if f not in known]
-        if bad or not self.fields:
+        # One name is one field (``--set atlas.fields=hypothesis`` gives a string).
+        fields = [self.fields] if isinstance(self.fields, str) else list(self.fields)
+        bad = [f for f in fields if f not in known]
+        if bad or not fields:
             raise ParameterError(
                 f"The 'fields' parameter of Atlas must be a non-empty list of text fields of "
-                f"task {ds.task.name!r} ({known}). Got {list(self.fields)!r} instead."
+                f"task {ds.task.name!r} ({known}). Got {fields!r} instead."
             )
-        return list(dict.fromkeys(self.fields))
+        return list(dict.fromkeys(fields))
 
     def check(self, context: RunContext) -> None:
         self._fields(context.target)
