@@ -122,9 +122,11 @@ class PartialInput(Detector):
         "(hypothesis-only, premise-only, question-only) - PECO paper Sec. 2-3.1."
     )
     requires: ClassVar[Requirements] = Requirements(labels=True, multi_field=True, features=True)
-    #: Delta_maj of the leakiest partial input (only when its 95% CI excludes 0).
+    #: Delta_maj of the leakiest partial input, judged by its 95% interval's lower bound:
+    #: leakage only when that lies above 0 (the "low" threshold is the smallest positive
+    #: step, so a bound of exactly 0 reads "none").
     verdict_scale: ClassVar[VerdictScale] = VerdictScale(
-        0.0,
+        1e-12,
         0.05,
         0.15,
         {
@@ -620,8 +622,8 @@ class PartialInput(Detector):
             f"{label} accuracy {m[f'accuracy_{worst}']:.2f} vs {m['majority_accuracy']:.2f} "
             f"majority (Delta_maj {delta:+.3f}, 95% CI [{low:+.3f}, {high:+.3f}])"
         )
-        # Leakage is claimed only when the interval lies above 0 (the scale's "low" starts
-        # at 0, so a lower bound <= 0 reads "none"); the lower bound sets the degree.
+        # Leakage is claimed only when the interval lies above 0; its lower bound sets
+        # the degree.
         return self.verdict_scale.headline(
             "partial-input leakage",
             delta,
