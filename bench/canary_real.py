@@ -60,6 +60,12 @@ def settings() -> dict[str, dict]:
         },
         "mnli_shuffled": {"data": mnli, "background": "shuffled", "plants": short},
         "sst2_shuffled": {"data": sst2, "background": "shuffled", "plants": text},
+        "snli_shuffled_r3": {
+            "data": snli,
+            "background": "shuffled",
+            "plants": [{"kind": "token", "field": "hypothesis"}],
+            "repeats": 3,
+        },
         "snli_shuffled_n2000": {
             "data": snli,
             "background": "shuffled",
@@ -101,7 +107,7 @@ def main() -> int:
             plants=s["plants"],
             rates=DEFAULT_RATES,
             sizes=s.get("sizes"),
-            n_repeats=args.repeats,
+            n_repeats=s.get("repeats", args.repeats),
             label=s.get("label", "neutral") if s["plants"][0]["field"] != "text" else None,
             background=s["background"],
             random_state=0,
