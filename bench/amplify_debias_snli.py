@@ -116,6 +116,12 @@ def main() -> int:
             "n_train_biased": len(rows),
             "n_ambiguous": n_amb,
             "n_test_anti_biased": int(anti_test.sum()),
+            "minority_rule": (amp.results["minority"].details or {}).get("minority_rule")
+            if "minority" in amp.results
+            else None,
+            "note": "every scheme is the fast-path MLP on frozen MiniLM, the family that "
+            "marked the minority examples (evaluate_amplified's default evaluator is a "
+            "different family; the debiasing objectives here need the MLP)",
             "seeds": list(range(1, args.seeds + 1)),
             "table": table,
             "wall_s": round(time.perf_counter() - t0, 1),
