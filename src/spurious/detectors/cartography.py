@@ -322,7 +322,10 @@ class Cartography(Detector):
         },
     )
     fast_params: ClassVar[dict[str, Any]] = {"features": "bow", "epochs": 3}
-    profiles: ClassVar[dict[str, dict[str, Any]]] = {"quick": {"epochs": 5}, "full": {}}
+    profiles: ClassVar[dict[str, dict[str, Any]]] = {
+        "quick": {"epochs": 5, "null_permutations": 3},
+        "full": {},
+    }
     metric_docs: ClassVar[dict[str, str]] = {
         "share_<region>": "Fraction of scored examples in the region "
         "(easy_to_learn, ambiguous, hard_to_learn, other), [0, 1].",

@@ -249,7 +249,6 @@ def evaluate_amplified(
     k = amp.train.n_classes
     chance = 1.0 / k
     defs = list(amp.definitions)
-    n_biased = int(amp.definitions[defs[0]].splits["train.biased"][1].sum())
 
     schemes: dict[str, Any] = {"full": lambda s: np.ones(len(y_tr), dtype=bool)}
     sizes = {int(amp.definitions[d].splits["train.biased"][1].sum()) for d in defs}
@@ -318,7 +317,6 @@ def evaluate_amplified(
         "chance": chance,
         "n_train": len(y_tr),
         "n_eval": len(y_ev),
-        "n_train_biased_first": n_biased,
         "definitions": out_defs,
         "n_fits": len(cache),
         "seconds": round(time.perf_counter() - start, 2),
