@@ -1,14 +1,16 @@
 """Does the report stay readable at scale? report.html size and Chromium load time.
 
 Synthetic NLI pairs with a planted cue (``make_nli_artifacts``) at 10k and 100k rows
-(1M: ``--sizes 1000000``, hours on 2 shared cores) go through ``spurious.run`` with
+go through ``spurious.run`` (1M: hours on 2 shared cores; ``--tile-from 10000`` builds
+larger run directories by repeating the 10k run's per-example tables) with
 analyses that need no sentence encoder: the artifact atlas, model-free associations,
 partial-input leakage (tf-idf probes) and AFLite (tf-idf, m=8, 2 rounds). Measured:
 
 - ``report_bytes``: size of report.html;
-- ``report_cpu_s``: CPU seconds to build it again from the run directory;
-- ``chromium_load_s``: median wall seconds of headless Chromium loading the page and
-  dumping its DOM (``--dump-dom``), minus the same for an empty page (start-up);
+- ``report_cpu_s``: CPU seconds to build it (again) from the run directory;
+- ``chromium``: wall seconds of headless Chromium loading the page and dumping its DOM
+  (``--dump-dom``) minus the same for an empty page (start-up), interleaved, median of 5
+  (``load_s``; ``page_s`` and ``blank_s`` are the medians of each);
 - ``parquet``: the per-example tables written beside the report.
 
 Writes ``bench/results/report_scale.json`` atomically. Usage::
@@ -27,10 +29,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import pandas as pd
+
 import spurious
 from spurious.data.synthetic import make_nli_artifacts
 from spurious.provenance import dependency_versions
-from spurious.report.html import build_report_html
+from spurious.report.html import render_report
+from spurious.results import Result
 from spurious.utils.io import atomic_write_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,19 +55,46 @@ def chromium() -> str | None:
     return None
 
 
-def load_seconds(browser: str, page: Path, repeats: int = 3) -> float:
-    """Median wall seconds of a headless load + DOM dump of ``page``."""
-    times = []
+def _load_once(browser: str, page: Path, profile: str) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}",
+         "--dump-dom", page.resolve().as_uri()],
+        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600,
+    )  # fmt: skip
+    return time.perf_counter() - t0
+
+
+def load_seconds(browser: str, page: Path, blank: Path, repeats: int = 5) -> dict[str, float]:
+    """Headless load + DOM dump of ``page`` minus that of an empty page (Chromium's own
+    start-up), interleaved so that both see the same machine load; medians."""
+    pages, blanks = [], []
     with tempfile.TemporaryDirectory() as profile:
         for _ in range(repeats):
-            t0 = time.perf_counter()
-            subprocess.run(
-                [browser, "--headless", "--no-sandbox", "--disable-gpu",
-                 f"--user-data-dir={profile}", "--dump-dom", page.resolve().as_uri()],
-                check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600,
-            )  # fmt: skip
-            times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+            blanks.append(_load_once(browser, blank, profile))
+            pages.append(_load_once(browser, page, profile))
+    diffs = [p - b for p, b in zip(pages, blanks, strict=True)]
+    return {
+        "load_s": round(statistics.median(diffs), 3),
+        "page_s": round(statistics.median(pages), 3),
+        "blank_s": round(statistics.median(blanks), 3),
+    }
+
+
+def tile_run(src: Path, dst: Path, n: int) -> None:
+    """``dst``: the run ``src`` with every per-example table repeated to ``n`` rows."""
+    if dst.exists():
+        shutil.rmtree(dst)
+    dst.mkdir(parents=True)
+    shutil.copy(src / "manifest.json", dst / "manifest.json")
+    for folder in sorted(p for p in src.iterdir() if (p / "result.json").is_file()):
+        r = Result.load(folder)
+        reps = -(-n // max(len(r.scores), 1))
+        tiled = pd.concat([r.scores] * reps, ignore_index=True).head(n)
+        if "id" in tiled.columns:
+            tiled["id"] = [f"{i}-{k}" for k, i in enumerate(tiled["id"].astype(str))]
+        r.scores = tiled
+        r.save(dst / folder.name)
 
 
 def main() -> int:
@@ -70,6 +102,17 @@ def main() -> int:
     ap.add_argument("--sizes", nargs="+", type=int, default=[10000, 100000])
     ap.add_argument("--runs", type=Path, default=ROOT / "runs" / "report-scale")
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/report_scale.json")
+    ap.add_argument(
+        "--reuse", action="store_true", help="re-render run directories that already exist"
+    )
+    ap.add_argument(
+        "--tile-from",
+        type=int,
+        default=None,
+        help="build each size's run directory by tiling the per-example tables of this "
+        "size's run (ids made unique) instead of running the analyses: the page at N rows "
+        "without hours of analysis on a shared machine",
+    )
     args = ap.parse_args()
     browser = chromium()
     out: dict = {"analyses": ANALYSES, "browser": browser, "sizes": {}}
@@ -77,20 +120,23 @@ def main() -> int:
         blank = args.runs / "blank.html"
         blank.parent.mkdir(parents=True, exist_ok=True)
         blank.write_text("<!doctype html><title>blank</title>")
-        out["chromium_blank_s"] = round(load_seconds(browser, blank), 3)
     for n in args.sizes:
-        data = make_nli_artifacts(n=n, artifact_rate=0.6, random_state=0).dataset
         run_dir = args.runs / f"n{n}"
-        t0 = time.perf_counter()
-        spurious.run(data, analyses=ANALYSES, out=run_dir, force=True)
-        run_s = time.perf_counter() - t0
+        run_s = None
+        if args.tile_from is not None and n != args.tile_from:
+            tile_run(args.runs / f"n{args.tile_from}", run_dir, n)
+        elif not (args.reuse and (run_dir / "manifest.json").exists()):
+            data = make_nli_artifacts(n=n, artifact_rate=0.6, random_state=0).dataset
+            t0 = time.perf_counter()
+            spurious.run(data, analyses=ANALYSES, out=run_dir, force=True)
+            run_s = round(time.perf_counter() - t0, 1)
         cpu = time.process_time()
-        build_report_html(run_dir)
+        render_report(run_dir)  # the page as this code builds it (also for --reuse)
         report_cpu = time.process_time() - cpu
         page = run_dir / "report.html"
         row = {
             "rows": n,
-            "run_wall_s": round(run_s, 1),
+            "run_wall_s": run_s,
             "report_bytes": page.stat().st_size,
             "report_cpu_s": round(report_cpu, 2),
             "parquet": {
@@ -99,12 +145,18 @@ def main() -> int:
             },
         }
         if browser:
-            row["chromium_load_s"] = round(
-                load_seconds(browser, page) - out["chromium_blank_s"], 3
-            )
+            row["chromium"] = load_seconds(browser, page, blank)
         out["sizes"][str(n)] = row
         print(n, row, flush=True)
     out["command"] = "python bench/report_scale.py --sizes " + " ".join(map(str, args.sizes))
+    if args.reuse:
+        out["command"] += " --reuse"
+    if args.tile_from is not None:
+        out["command"] += f" --tile-from {args.tile_from}"
+        out["tiled"] = (
+            f"sizes other than {args.tile_from} repeat that run's per-example tables (ids made "
+            "unique); metrics and details are that run's"
+        )
     out["machine"] = "2 shared cores, loaded by other jobs (wall times noisy)"
     out["versions"] = dependency_versions()
     atomic_write_json(args.out, out)
