@@ -190,7 +190,7 @@ def test_end_to_end_on_synthetic_data():
     assert (s["is_fairness_issue"] == (s["fairness_score"] >= 0.5)).all()
     assert res.details["verdict"]
     html = fairness_section(res).html_body
-    assert "Kendall" in html and "data:image" in html
+    assert "Kendall" in html and "data:image" in html and "Random subsets" in html
 
 
 def test_section_escapes_text():
@@ -258,3 +258,104 @@ def test_cli_fairness(tmp_path):
     )
     assert res.exit_code == 0, res.output
     assert (out / "fairness" / "metrics.json").exists() and (out / "report.html").exists()
+
+
+# -- the headline follows the verdict API: an interval and a null test -----------------------
+def _ladder(n=2000, seed=0):
+    """Four models 0.9 / 0.8 / 0.7 / 0.6 accurate, independently per example."""
+    rng = np.random.default_rng(seed)
+    return rng.random((4, n)) < np.array([[0.9], [0.8], [0.7], [0.6]])
+
+
+def test_random_subset_null_separates_planted_reordering_from_chance():
+    from spurious.evaluate.fairness.ranking import random_subset_null
+
+    correct = _ladder()
+    full = correct.mean(axis=1)
+    # planted: an adversary keeping the examples the strong models get wrong and the
+    # weak ones right reverses the ranking
+    planted = (~correct[0] & correct[3]) | (~correct[1] & correct[2])
+    tau_planted = rank_agreement(full, correct[:, planted].mean(axis=1))["kendall_tau"]
+    assert tau_planted < 0
+    null = random_subset_null(correct, planted.sum(), tau_planted, n_draws=300)
+    assert null["p_value"] < 0.01 and null["null_tau_median"] == 1.0
+    # control: a random subset of the same size keeps the ranking; p is large
+    rand = np.random.default_rng(1).permutation(correct.shape[1])[: planted.sum()]
+    tau_rand = rank_agreement(full, correct[:, rand].mean(axis=1))["kendall_tau"]
+    assert random_subset_null(correct, len(rand), tau_rand, n_draws=300)["p_value"] > 0.2
+    # same seed, same draws
+    again = random_subset_null(correct, planted.sum(), tau_planted, n_draws=300)
+    assert again == null
+
+
+def _tau_result(tau, lo, hi, p):
+    m = {"min_kendall_tau": tau, "min_kendall_tau_ci_low": lo, "min_kendall_tau_ci_high": hi,
+         "min_kendall_tau_null_p": p, "mean_acc_none": 0.7, "mean_acc_a": 0.5}  # fmt: skip
+    return Result("fairness", pd.DataFrame({"id": ["x"]}), m,
+                  details={"adversary_order": ["a"]})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("tau", "lo", "hi", "p", "severity", "inconclusive"),
+    [
+        (-0.2, -0.5, 0.0, 0.001, "high", False),  # effect interval [1.0, 1.5]
+        (-0.2, -0.5, 0.0, 0.40, "none", False),  # random subsets reorder as much
+        (0.3, -0.5, 0.9, 0.001, "none", True),  # effect [0.1, 1.5]: inconclusive
+        (0.7, 0.55, 0.8, 0.01, "low", False),  # effect [0.2, 0.45]: low to moderate
+        (1.0, 1.0, 1.0, 1.0, "none", False),
+    ],
+)
+def test_headline_severity_rests_on_interval_and_null(tau, lo, hi, p, severity, inconclusive):
+    cls = get_analysis("fairness")
+    h = cls().headline(_tau_result(tau, lo, hi, p))
+    assert h["severity"] == severity
+    assert h["evidence"]["basis"] == "interval+null_test"
+    assert h["evidence"]["null"] == "random subsets of the AF-selected size"
+    if severity == "low" and not inconclusive:
+        assert h["inconclusive"] is True  # [0.2, 0.45] spans low to moderate
+    else:
+        assert h["inconclusive"] is inconclusive
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_shuffled_labels_never_give_a_moderate_or_high_verdict(seed):
+    ctx = _context()
+    rng = np.random.default_rng(seed)
+    ev = ctx.eval
+    frame = ev.frame.copy()
+    frame["label"] = np.array(ev.label_names, dtype=object)[rng.permutation(ev.labels)]
+    from spurious.data.dataset import Dataset
+
+    shuffled = Dataset.from_frame(frame, "nli", label_names=ev.label_names, name=ev.name)
+    names = np.array(ev.label_names, dtype=object)
+    preds = [
+        align_predictions(dict(zip(p.ids, names[p.values], strict=True)), shuffled, name=p.name)
+        for p in ctx.predictions
+    ]
+    sctx = RunContext(ctx.train, shuffled, predictions=preds, progress=False)
+    cls = get_analysis("fairness")
+    res = cls(**{**cls.fast_params, "n_bootstrap": 200}).run(context=sctx)
+    h = res.headline
+    assert h["severity"] in ("none", "low", "info"), h
+    assert "min_kendall_tau_null_p" in res.metrics
+
+
+def test_an_adversary_with_several_representation_seeds():
+    from spurious.evaluate.fairness import run_adversaries
+    from spurious.evaluate.fairness.adversaries import stage_arrays
+
+    ctx = _context(240)
+    params = {"n_partitions": 8, "train_size": 0.3, "slice_size": 0.1, "max_rounds": 2}
+    runs = run_adversaries(ctx, {"lex": ["bow", "tfidf"]}, [0, 1], aflite_params=params)
+    assert [(r.representation, r.seed) for r in runs] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert stage_arrays(runs)["lex"].shape == (4, len(ctx.eval))
+    # representation 0 is bow itself: the same stages as a plain "bow" adversary
+    alone = run_adversaries(ctx, {"b": "bow"}, [0, 1], aflite_params=params)
+    np.testing.assert_array_equal(stage_arrays(runs)["lex"][:2], stage_arrays(alone)["b"])
+    cls = get_analysis("fairness")
+    res = cls(adversaries={"lex": ["bow", "tfidf"]}, seeds=[0], aflite_params=params,
+              n_bootstrap=20).run(context=ctx)  # fmt: skip
+    assert [r["representation"] for r in res.details["runs"]] == [0, 1]
+    assert res.details["families"]["lex"] == "lexical"
+    with pytest.raises(ParameterError, match="non-empty list"):
+        run_adversaries(ctx, {"lex": []}, [0], aflite_params=params)

@@ -23,6 +23,7 @@ from spurious.evaluate.fairness.qa import (
     candidate_features,
     run_qa_adversaries,
 )
+from spurious.evaluate.fairness.ranking import family_rank_change
 from spurious.exceptions import ParameterError
 from spurious.models.conditional_logit import ConditionalLogit
 from spurious.stats.metrics import qa_scores
@@ -180,7 +181,9 @@ def test_fairness_on_real_squad_subset():
         total = sum(m[f"{s}_fraction_{a}"] for s in ("first_round", "later", "selected"))
         assert total == pytest.approx(1.0)
         assert 0 <= m[f"agreement_selected_{a}"] <= 1
-    assert d["families"]["electra-base"] == "electra" and "electra-base" in d["families_inferred"]
+    assert (
+        d["families"]["electra-base"] == "electra-base" and "electra-base" in d["families_inferred"]
+    )
     assert "cross-fitted" in d["qa"]["protocol"] and len(res.scores) == len(ds)
 
 
@@ -210,19 +213,74 @@ def test_families_inferred_from_specs_names_and_finetune_folders(tmp_path):
         json.dumps({"base_model": "sentence-transformers/all-MiniLM-L6-v2"})
     )
     assert adversary_family("bow") == adversary_family("tfidf") == "lexical"
-    assert adversary_family("minilm") == "minilm"
-    assert adversary_family(f"finetuned:{ft}") == "minilm"
-    assert adversary_family(f"finetuned:{meta_only}") == "minilm"
-    assert adversary_family(str(hf)) == "electra"
-    assert model_family("bert-tiny") == "bert" and model_family("logreg-bow") == "lexical"
+    assert adversary_family("minilm") == "all-minilm-l6-v2"
+    assert adversary_family(f"finetuned:{ft}") == "all-minilm-l6-v2"
+    assert adversary_family(f"finetuned:{meta_only}") == "all-minilm-l6-v2"
+    # the folder name names the checkpoint; model_type alone ("electra") would not
+    assert adversary_family(str(hf)) == "electra-small"
+    assert model_family("bert-tiny") == "bert-tiny" and model_family("logreg-bow") == "lexical"
     # a prediction file written next to a training-engine output names its base model
-    assert model_family("preds", ft / "preds.jsonl") == "minilm"
+    assert model_family("preds", ft / "preds.jsonl") == "all-minilm-l6-v2"
     assert model_family("lstm") is None
     fam, inferred = resolve_families(
         {"ft": "mine"}, {"bow": "bow", "ft": f"finetuned:{ft}"}, ["mlp-minilm", "lstm"]
     )
-    assert fam == {"ft": "mine", "bow": "lexical", "mlp-minilm": "minilm"}
+    assert fam == {"ft": "mine", "bow": "lexical", "mlp-minilm": "all-minilm-l6-v2"}
     assert inferred == ["bow", "mlp-minilm"]
+
+
+@pytest.mark.parametrize(
+    ("name", "family"),
+    [
+        # paper 004 Table 5's checkpoints: one family per pretrained checkpoint
+        ("roberta-large", "roberta-large"),
+        ("roberta-base", "roberta-base"),
+        ("xlm-roberta-large", "xlm-roberta-large"),  # not "roberta"
+        ("FacebookAI/xlm-roberta-base", "xlm-roberta-base"),
+        ("nyu-mll/roberta-base-1B-1", "roberta-base-1b-1"),  # MiniBERTa, not roberta-base
+        ("nyu-mll/roberta-med-small-1M-1", "roberta-med-small-1m-1"),
+        ("MiniBERTa-B-1B", "roberta-base-1b"),
+        ("facebook/bart-large", "bart-large"),  # BART gets a family
+        ("bart-base-snli", "bart-base"),
+        ("microsoft/deberta-v3-base", "deberta-v3-base"),
+        ("microsoft/deberta-base", "deberta-base"),
+        ("google/electra-large-discriminator", "electra-large"),
+        ("albert-xxlarge-v2", "albert-xxlarge-v2"),
+        ("bert-large-uncased", "bert-large-uncased"),
+        ("distilbert-base-uncased", "distilbert-base-uncased"),  # not "bert-base"
+        ("distilroberta-base", "distilroberta-base"),  # not "roberta-base"
+        ("sentence-transformers/all-MiniLM-L6-v2", "all-minilm-l6-v2"),
+        ("mlp256-minilm-s0", "all-minilm-l6-v2"),
+        # an architecture without a size names no checkpoint; words only match whole
+        ("roberta", None),
+        ("my-bart", None),
+        ("elbow-net", None),
+        ("mdeberta-v3-base", None),
+    ],
+)
+def test_families_are_exact_pretrained_checkpoints(name, family):
+    from spurious.evaluate.fairness.families import family_of_name
+
+    assert family_of_name(name) == family
+
+
+def test_same_architecture_different_checkpoints_are_not_one_family():
+    # Fig. 4 compares a model with an adversary built on the same pretrained model: an
+    # XLM-R or MiniBERTa adversary must not make RoBERTa-large "fall in its own family".
+    fam, _ = resolve_families(
+        None,
+        {"xlmr": "xlm-roberta-large", "minib": "nyu-mll/roberta-base-1B-1", "rl": "roberta-large"},
+        ["roberta-large-s0", "bart-large-s0"],
+    )
+    assert fam["roberta-large-s0"] == fam["rl"]
+    assert fam["xlmr"] != fam["rl"] and fam["minib"] != fam["rl"]
+    assert fam["bart-large-s0"] == "bart-large"
+    changes = family_rank_change(
+        {"roberta-large-s0": 1.0, "bart-large-s0": 2.0},
+        {a: {"roberta-large-s0": 2.0, "bart-large-s0": 1.0} for a in ("xlmr", "minib", "rl")},
+        fam,
+    )
+    assert changes == {("roberta-large-s0", "rl"): 1.0}
 
 
 def test_inferred_families_feed_the_rank_change():

@@ -1,9 +1,11 @@
 """Adversaries: AFLite in evaluation-set mode, one run per representation Phi and seed.
 
 Each adversary is a featurizer spec (``"bow"``, ``"tfidf"``, ``"minilm"``,
-``"finetuned:<dir>"``, a local model folder); every run goes through the run context, so
-a representation is built once and shared by all seeds (and by the other analyses of the
-run). The result of one run is a stage code per evaluation example (paper 004 Fig. 1):
+``"finetuned:<dir>"``, a local model folder), or a list of specs that are the *same*
+adversary built with different representation seeds (paper 004 Sec. 4: 3 fine-tuning
+subsamples x 3 AFLite seeds, e.g. ``["finetuned:ft-s0", "finetuned:ft-s1"]``); every
+run goes through the run context, so a representation is built once and shared by all
+AFLite seeds (and by the other analyses of the run). The result of one run is a stage code per evaluation example (paper 004 Fig. 1):
 0 = filtered in the first round, 1 = filtered in a later round, 2 = AF-selected (kept).
 """
 
@@ -53,6 +55,9 @@ class AdversaryRun:
         The featurizer spec given to AFLite.
     seed : int
         AFLite's ``random_state``.
+    representation : int
+        Index of the representation seed (the position of ``spec`` in the adversary's
+        list of specs; 0 for a single spec).
     stages : numpy.ndarray of int8
         Stage code per evaluation example (0 first round, 1 later, 2 AF-selected).
     n_rounds : int
@@ -70,6 +75,7 @@ class AdversaryRun:
     n_rounds: int
     seconds: float
     metrics: dict[str, float] = field(default_factory=dict)
+    representation: int = 0
 
 
 def _slug(text: str) -> str:
@@ -80,17 +86,24 @@ def adversary_names(adversaries: Sequence[Any] | Mapping[str, Any]) -> dict[str,
     """Metric-safe name -> featurizer spec.
 
     A mapping keeps its names; a list names string specs by their slug
-    (``"finetuned:runs/ft"`` -> ``"finetuned_runs_ft"``).
+    (``"finetuned:runs/ft"`` -> ``"finetuned_runs_ft"``). In a mapping, a value may be a
+    list of specs: one adversary with several representation seeds.
 
     Examples
     --------
     >>> adversary_names(["bow", "finetuned:runs/ft"])
     {'bow': 'bow', 'finetuned_runs_ft': 'finetuned:runs/ft'}
-    >>> adversary_names({"lex": "tfidf"})
-    {'lex': 'tfidf'}
+    >>> adversary_names({"lex": "tfidf", "ft": ["finetuned:s0", "finetuned:s1"]})
+    {'lex': 'tfidf', 'ft': ['finetuned:s0', 'finetuned:s1']}
     """
     if isinstance(adversaries, Mapping):
-        out = {str(k): v for k, v in adversaries.items()}
+        out = {str(k): list(v) if isinstance(v, tuple) else v for k, v in adversaries.items()}
+        empty = [k for k, v in out.items() if isinstance(v, list) and not v]
+        if empty:
+            raise ParameterError(
+                "The 'adversaries' parameter must give each adversary a spec or a non-empty "
+                f"list of specs (representation seeds); got an empty list for {empty[0]!r}."
+            )
     else:
         out = {}
         for k, spec in enumerate(adversaries):
@@ -126,8 +139,9 @@ def run_adversaries(
     ctx : RunContext
         With a training split (AFLite's classifiers train there) and an evaluation split
         (filtered).
-    adversaries : list of specs or mapping name -> spec
-        Representations Phi (see :func:`adversary_names`).
+    adversaries : list of specs or mapping name -> spec (or list of specs)
+        Representations Phi (see :func:`adversary_names`); a list of specs under one
+        name is one adversary with several representation seeds.
     seeds : sequence of int
         AFLite seeds (partitions, tie-breaking).
     aflite_params : mapping, optional
@@ -138,7 +152,7 @@ def run_adversaries(
     Returns
     -------
     list of AdversaryRun
-        In the order adversary x seed.
+        In the order adversary x representation x seed.
 
     Examples
     --------
@@ -150,8 +164,6 @@ def run_adversaries(
     >>> runs[0].stages.shape == (len(ev),)
     True
     """
-    from spurious.detectors.aflite import AFLite
-
     params = dict(PAPER_TABLE3 if aflite_params is None else aflite_params)
     for reserved in ("mode", "features", "random_state", "view"):
         if reserved in params:
@@ -163,41 +175,53 @@ def run_adversaries(
     code = {s: i for i, s in enumerate(STAGES)}
     ids = ctx.split("eval").ids
     runs: list[AdversaryRun] = []
-    for name, spec in names.items():
-        for seed in seeds:
-            start = time.perf_counter()
-            res = AFLite(
-                mode="eval", features=spec, view=view, random_state=int(seed), **params
-            ).run(context=ctx)
-            seconds = time.perf_counter() - start
-            scores = res.scores.set_index("id").reindex(ids)
-            stages = scores["stage"].map(code).to_numpy()
-            if np.isnan(stages.astype(float)).any():  # pragma: no cover (AFLite invariant)
-                raise RuntimeError(f"AFLite ({name}, seed {seed}) did not stage every example.")
-            runs.append(
-                AdversaryRun(
-                    name=name,
-                    spec=spec,
-                    seed=int(seed),
-                    stages=stages.astype(np.int8),
-                    n_rounds=int(res.metrics.get("n_rounds", 0)),
-                    seconds=seconds,
-                    metrics=dict(res.metrics),
-                )
+    for name, specs in names.items():
+        for rep, spec in enumerate(specs if isinstance(specs, list) else [specs]):
+            runs.extend(_runs_of(ctx, name, spec, rep, seeds, params, view, ids, code))
+    return runs
+
+
+def _runs_of(ctx, name, spec, rep, seeds, params, view, ids, code) -> list[AdversaryRun]:
+    """AFLite runs of one representation of one adversary, one per AFLite seed."""
+    from spurious.detectors.aflite import AFLite
+
+    runs: list[AdversaryRun] = []
+    for seed in seeds:
+        start = time.perf_counter()
+        res = AFLite(mode="eval", features=spec, view=view, random_state=int(seed), **params).run(
+            context=ctx
+        )
+        seconds = time.perf_counter() - start
+        scores = res.scores.set_index("id").reindex(ids)
+        stages = scores["stage"].map(code).to_numpy()
+        if np.isnan(stages.astype(float)).any():  # pragma: no cover (AFLite invariant)
+            raise RuntimeError(f"AFLite ({name}, seed {seed}) did not stage every example.")
+        runs.append(
+            AdversaryRun(
+                name=name,
+                spec=spec,
+                seed=int(seed),
+                stages=stages.astype(np.int8),
+                n_rounds=int(res.metrics.get("n_rounds", 0)),
+                seconds=seconds,
+                metrics=dict(res.metrics),
+                representation=rep,
             )
-            logger.info(
-                "adversary %s seed %d: %d of %d AF-selected (%.1fs)",
-                name,
-                seed,
-                int((stages == 2).sum()),
-                len(ids),
-                seconds,
-            )
+        )
+        logger.info(
+            "adversary %s representation %d seed %d: %d of %d AF-selected (%.1fs)",
+            name,
+            rep,
+            seed,
+            int((stages == 2).sum()),
+            len(ids),
+            seconds,
+        )
     return runs
 
 
 def stage_arrays(runs: Sequence[AdversaryRun]) -> dict[str, np.ndarray]:
-    """Adversary name -> stage codes of shape (n_seeds, n_eval).
+    """Adversary name -> stage codes of shape (n_representations * n_seeds, n_eval).
 
     Examples
     --------

@@ -55,7 +55,12 @@ from spurious.evaluate.fairness.qa import (
     answer_counts,
     run_qa_adversaries,
 )
-from spurious.evaluate.fairness.ranking import family_rank_change, rank_agreement, ranks
+from spurious.evaluate.fairness.ranking import (
+    family_rank_change,
+    random_subset_null,
+    rank_agreement,
+    ranks,
+)
 from spurious.exceptions import DetectorError, ParameterError
 from spurious.stats.metrics import qa_scores
 from spurious.utils.validation import Interval
@@ -73,16 +78,20 @@ class Fairness(Analysis):
 
     Parameters
     ----------
-    adversaries : list of str or dict of str to str, optional
+    adversaries : list of str or dict of str to str (or to a list of str), optional
         Representations Phi, weakest first: featurizer specs (``"bow"``, ``"tfidf"``,
-        ``"minilm"``, ``"finetuned:<dir>"``, a model folder), or ``{name: spec}``.
+        ``"minilm"``, ``"finetuned:<dir>"``, a model folder), or ``{name: spec}``;
+        ``{name: [spec, spec, ...]}`` is one adversary with several representation seeds
+        (e.g. fine-tunes on different warm-up subsamples), each run with every AFLite
+        seed; its cells average over representations x seeds.
         Default ``bow, tfidf, minilm``; on a QA run ``qa_position, qa_lexical,
         qa_heuristic`` (:data:`~spurious.evaluate.fairness.qa.QA_ADVERSARIES`, the only
         ones QA accepts; a list with no QA adversary, such as the audit's quick profile,
         falls back to them with a warning).
     seeds : list of int, default=(0, 1, 2)
-        AFLite seeds per adversary (paper: 3 representation x 3 AFLite seeds; our
-        representations are frozen and deterministic, so only AFLite's seeds vary).
+        AFLite seeds per representation (paper: 3 representation x 3 AFLite seeds;
+        frozen representations are deterministic, so for them only AFLite's seeds vary;
+        give fine-tuned adversaries a list of specs for representation seeds).
     aflite_params : dict, optional
         AFLite hyperparameters; default paper 004 Table 3 for SNLI (m=64, t=40K/550K,
         k=10K/550K of the training set, tau=0.75; see
@@ -132,7 +141,10 @@ class Fairness(Analysis):
         "rank_<model>_<adv>": "Rank of the model (1 = best) by accuracy.",
         "kendall_tau_<adv> / spearman_<adv>": "Rank correlation with the unfiltered "
         "ranking, [-1, 1]; + _ci_low/_ci_high (bootstrap over examples).",
-        "min_kendall_tau": "The lowest Kendall tau over adversaries.",
+        "min_kendall_tau": "The lowest Kendall tau over adversaries; + _ci_low/_ci_high and "
+        "_null_p (against random subsets, Bonferroni over adversaries).",
+        "kendall_tau_<adv>_null_p / _null_median": "p-value of the tau against random "
+        "subsets of the AF-selected size (one-sided: lower tau) and the null's median tau.",
         "family_rank_change_<model>_<adv>": "Rank under a same-family adversary minus "
         "unfiltered rank (positive = fell).",
         "agreement_<stage>_<adv>": "Mean share of annotator labels equal to gold among the "
@@ -413,9 +425,26 @@ class Fairness(Analysis):
                 metrics[k.replace("kendall_tau", f"kendall_tau_{a}").replace(
                     "spearman", f"spearman_{a}"
                 )] = v  # fmt: skip
-            ranking.append({"adversary": a, **ra})
-        taus = [r["kendall_tau"] for r in ranking if math.isfinite(r["kendall_tau"])]
-        metrics["min_kendall_tau"] = min(taus) if taus else math.nan
+            # The null "the adversary selects at random": tau of random subsets of the
+            # AF-selected size (the same resampling seed for every adversary).
+            null = random_subset_null(
+                correct, mat.n_selected[j], ra["kendall_tau"], n_draws=self.n_bootstrap,
+                random_state=self.random_state,
+            )  # fmt: skip
+            metrics[f"kendall_tau_{a}_null_p"] = null["p_value"]
+            metrics[f"kendall_tau_{a}_null_median"] = null["null_tau_median"]
+            ranking.append({"adversary": a, **ra, **{f"null_{k}": v for k, v in null.items()}})
+        finite = [r for r in ranking if math.isfinite(r["kendall_tau"])]
+        lowest = min(finite, key=lambda r: r["kendall_tau"]) if finite else None
+        metrics["min_kendall_tau"] = lowest["kendall_tau"] if lowest else math.nan
+        if lowest is not None:
+            # The lowest of several taus is tested with a Bonferroni correction.
+            p_low = lowest.get("null_p_value", math.nan)
+            metrics["min_kendall_tau_ci_low"] = lowest.get("kendall_tau_ci_low", math.nan)
+            metrics["min_kendall_tau_ci_high"] = lowest.get("kendall_tau_ci_high", math.nan)
+            metrics["min_kendall_tau_null_p"] = (
+                min(1.0, p_low * len(finite)) if math.isfinite(p_low) else math.nan
+            )
         family_changes = []
         families, inferred = resolve_families(
             self.families, names, models, {p.name: p.source for p in ctx.predictions}
@@ -511,6 +540,7 @@ class Fairness(Analysis):
             "runs": [
                 {
                     "adversary": r.name,
+                    "representation": r.representation,
                     "seed": r.seed,
                     "n_rounds": r.n_rounds,
                     "seconds": round(r.seconds, 3),
@@ -532,7 +562,13 @@ class Fairness(Analysis):
         return AnalysisOutput(scores=scores, metrics=metrics, summary=summary, details=details)
 
     def headline(self, result: Any) -> dict[str, Any]:
-        """Ranking stability: 1 - the lowest Kendall tau against the unfiltered ranking."""
+        """Ranking stability: 1 - the lowest Kendall tau against the unfiltered ranking.
+
+        The severity rests on the bootstrap interval of that tau (over the evaluation
+        examples; its lower bound sets the degree) and on a test against random subsets
+        of the AF-selected size (Bonferroni over the adversaries): a reordering that
+        random subsets produce as often is not the adversary's doing.
+        """
         m = result.metrics
         tau = m.get("min_kendall_tau", math.nan)
         hardest = _hardest(m, list((result.details or {}).get("adversary_order") or []))
@@ -547,11 +583,24 @@ class Fairness(Analysis):
                 "fairness of AF sets", None, f"ranking undefined (fewer than 2 models){drop}",
                 severity="info",
             )  # fmt: skip
+        lo, hi = m.get("min_kendall_tau_ci_low", math.nan), m.get("min_kendall_tau_ci_high")
+        interval = (1 - hi, 1 - lo) if hi is not None else None
+        p = m.get("min_kendall_tau_null_p")
+        ci = (
+            f" [{lo:+.2f}, {hi:+.2f}]"
+            if hi is not None and math.isfinite(lo) and math.isfinite(hi)
+            else ""
+        )
         return self.verdict_scale.headline(
             "fairness of AF sets",
             tau,
-            f"lowest Kendall tau vs the unfiltered ranking {tau:+.2f}{drop}",
+            f"lowest Kendall tau vs the unfiltered ranking {tau:+.2f}{ci}{drop}",
             effect=1 - tau,
+            interval=interval,
+            p_value=p if p is not None and math.isfinite(p) else None,
+            null="random subsets of the AF-selected size",
+            measured="1 - the lowest Kendall tau of an AF-selected set's ranking against "
+            "the unfiltered one (95% bootstrap interval over evaluation examples)",
         )
 
 

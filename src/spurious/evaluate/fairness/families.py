@@ -1,20 +1,26 @@
 """Families of adversaries and evaluated models, inferred from the run (paper 004 Fig. 4).
 
-Paper 004 asks whether a model falls in the ranking when the adversary shares its
-pretrained model. When the user declares no ``families``, they are inferred:
+Paper 004 Fig. 4 asks whether a model falls in the ranking when the adversary was built
+on *the same pretrained model*: a family is one pretrained checkpoint (RoBERTa-large,
+XLM-R-large, MiniBERTa-base-1B, BART-base, ...), not an architecture name. When the user
+declares no ``families``, they are inferred:
 
 - an adversary from its featurizer spec: ``bow`` / ``tfidf`` / the lexical QA adversaries
-  -> ``"lexical"``; ``minilm`` -> ``"minilm"``; ``finetuned:<dir>`` -> the base model the
-  training engine recorded for that fine-tune (``metrics.json`` ``config.model``, else
-  ``model/spurious_finetune.json`` ``base_model``); a Hugging Face folder -> its
-  ``config.json`` (``_name_or_path``, then the folder name, then ``model_type``);
-- an evaluated model from its name (``electra-base`` -> ``"electra"``,
-  ``mlp256-minilm-s0`` -> ``"minilm"``, ``logreg-bow`` -> ``"lexical"``), else from the
-  training engine's ``metrics.json`` next to its prediction file.
+  -> ``"lexical"``; ``minilm`` -> ``"all-minilm-l6-v2"`` (the product's encoder);
+  ``finetuned:<dir>`` -> the checkpoint the training engine recorded for that fine-tune
+  (``metrics.json`` ``config.model``, else ``model/spurious_finetune.json``
+  ``base_model``); a Hugging Face folder -> its ``config.json`` ``_name_or_path``, then
+  the folder name (never ``model_type`` alone: it names an architecture, not a checkpoint);
+- an evaluated model from its name (``electra-base`` -> ``"electra-base"``,
+  ``mlp256-minilm-s0`` -> ``"all-minilm-l6-v2"``, ``logreg-bow`` -> ``"lexical"``), else
+  from the training engine's ``metrics.json`` next to its prediction file.
 
-A base-model name maps to a family by the first known key it contains
-(:data:`FAMILY_KEYS`; ``minilm`` before ``bert``, since MiniLM's config says
-``model_type: bert``). Declared families override inferred ones.
+A name maps to the first pattern of :data:`CHECKPOINTS` that matches it as whole words
+(case, organisation prefix and ``_`` / ``-`` / ``/`` / ``.`` separators ignored; more
+specific checkpoints first, so ``xlm-roberta-large`` and the MiniBERTas
+``nyu-mll/roberta-base-1B-1`` never count as ``roberta-*``). A name that gives an
+architecture without its size (``roberta``, ``my-electra``) gets no family: it cannot
+tell which checkpoint it is. Declared families override inferred ones.
 """
 
 from __future__ import annotations
@@ -22,46 +28,93 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FAMILY_KEYS", "adversary_family", "family_of_name", "model_family", "resolve_families"]
+__all__ = ["CHECKPOINTS", "adversary_family", "family_of_name", "model_family", "resolve_families"]
 
-#: Substring -> family, tried in order (more specific names first).
-FAMILY_KEYS: tuple[tuple[str, str], ...] = (
-    ("minilm", "minilm"),
-    ("distilbert", "distilbert"),
-    ("deberta", "deberta"),
-    ("roberta", "roberta"),
-    ("electra", "electra"),
-    ("albert", "albert"),
-    ("bert", "bert"),
-    ("xlnet", "xlnet"),
-    ("t5", "t5"),
-    ("gpt", "gpt"),
-    ("tfidf", "lexical"),
-    ("bow", "lexical"),
-    ("lexical", "lexical"),
+_SIZE = r"(?P<size>xsmall|small|base|large|xlarge|xxlarge)"
+#: (regular expression over the normalised name, family template), tried in order; the
+#: template is filled with the match's named groups. Whole-word matches only.
+CHECKPOINTS: tuple[tuple[str, str], ...] = (
+    (r"xlm-?r(?:oberta)?-(?P<size>base|large|xl|xxl)", "xlm-roberta-{size}"),
+    # MiniBERTas (Zhang et al. 2021; nyu-mll/roberta-<size>-<data>-<run>) and paper 004's
+    # short names (Min-1M = MiniBERTa-S-1M, Min-1B = MiniBERTa-B-1B).
+    (
+        r"roberta-(?P<size>base|med-small)-(?P<data>1m|10m|100m|1b)(?:-(?P<run>\d))?",
+        "roberta-{size}-{data}{run}",
+    ),
+    (r"mini-?berta-(?:s|small|med-small)-(?P<data>1m|10m|100m)", "roberta-med-small-{data}"),
+    (r"mini-?berta-(?:b|base)-(?P<data>10m|100m|1b)", "roberta-base-{data}"),
+    (r"min-(?P<data>1m)", "roberta-med-small-{data}"),
+    (r"min-(?P<data>1b)", "roberta-base-{data}"),
+    (r"distilroberta-base", "distilroberta-base"),
+    (r"distilbert-base(?:-(?P<case>uncased|cased|multilingual-cased))?", "distilbert-base{case}"),
+    (r"deberta-(?P<ver>v3|v2)-" + _SIZE, "deberta-{ver}-{size}"),
+    (r"deberta-rtd-" + _SIZE, "deberta-v3-{size}"),
+    (r"deberta-(?P<size>base|large|xlarge)", "deberta-{size}"),
+    (r"roberta-(?P<size>base|large)", "roberta-{size}"),
+    (r"bart-(?P<size>base|large)", "bart-{size}"),
+    (r"electra-(?P<size>small|base|large)", "electra-{size}"),
+    (r"albert-(?P<size>base|large|xlarge|xxlarge)(?:-(?P<v>v1|v2))?", "albert-{size}{v}"),
+    (
+        r"bert-(?P<size>base|large)(?:-(?P<case>(?:multilingual-)?(?:uncased|cased)))?",
+        "bert-{size}{case}",
+    ),
+    (r"bert-(?P<size>tiny|mini|small|medium)", "bert-{size}"),
+    (r"(?:all-)?minilm-l(?P<layers>6|12)(?:-h(?P<h>\d+))?(?:-v2)?", "minilm-l{layers}"),
+    # The bare word: the product's encoder (features "minilm" = all-MiniLM-L6-v2).
+    (r"minilm", "all-minilm-l6-v2"),
+    (r"(?:flan-)?t5-(?P<size>small|base|large|3b|11b)", "t5-{size}"),
+    (r"gpt2(?:-(?P<size>medium|large|xl))?", "gpt2{size}"),
+    (r"xlnet-(?P<size>base|large)", "xlnet-{size}"),
+    (r"tf-?idf|bow|lexical", "lexical"),
 )
+_COMPILED = tuple(
+    (re.compile(r"(?<![a-z0-9])(?:" + pat + r")(?![a-z0-9])"), fam) for pat, fam in CHECKPOINTS
+)
+# all-MiniLM-L6-v2 is the one sentence-transformers checkpoint of 6 layers the product uses.
+_ALIASES = {"minilm-l6": "all-minilm-l6-v2"}
 _LEXICAL_SPECS = {"bow": "lexical", "tfidf": "lexical", "qa_lexical": "lexical",
                   "qa_heuristic": "lexical", "qa_position": "position"}  # fmt: skip
 
 
+def _normalise(name: str) -> str:
+    return re.sub(r"[\s_/.]+", "-", str(name).lower())
+
+
 def family_of_name(name: str) -> str | None:
-    """The family a (model or file) name names, or ``None``.
+    """The pretrained checkpoint a (model, file or folder) name names, or ``None``.
 
     Examples
     --------
-    >>> family_of_name("electra-base"), family_of_name("sentence-transformers/all-MiniLM-L6-v2")
-    ('electra', 'minilm')
-    >>> family_of_name("bert-tiny"), family_of_name("logreg-tfidf"), family_of_name("lstm")
-    ('bert', 'lexical', None)
+    >>> family_of_name("google/electra-base-discriminator"), family_of_name("mlp-minilm-s0")
+    ('electra-base', 'all-minilm-l6-v2')
+    >>> family_of_name("xlm-roberta-large"), family_of_name("nyu-mll/roberta-base-1B-1")
+    ('xlm-roberta-large', 'roberta-base-1b-1')
+    >>> family_of_name("facebook/bart-large-mnli"), family_of_name("roberta-large")
+    ('bart-large', 'roberta-large')
+    >>> family_of_name("logreg-tfidf"), family_of_name("roberta"), family_of_name("lstm")
+    ('lexical', None, None)
     """
-    low = str(name).lower()
-    return next((fam for key, fam in FAMILY_KEYS if key in low), None)
+    low = _normalise(name)
+    for pattern, template in _COMPILED:
+        match = pattern.search(low)
+        if match is not None:
+            parts = {k: ("" if v is None else v) for k, v in match.groupdict().items()}
+            # optional parts join with a dash; the size is always present where used
+            for key in ("case", "v", "run", "data"):
+                if parts.get(key) and key != "data":
+                    parts[key] = "-" + parts[key]
+            if template.startswith("gpt2") and parts.get("size"):
+                parts["size"] = "-" + parts["size"]
+            fam = template.format(**parts)
+            return _ALIASES.get(fam, fam)
+    return None
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -89,7 +142,8 @@ def _finetune_family(folder: Path) -> str | None:
 
 def _hf_family(folder: Path) -> str | None:
     cfg = _read_json(folder / "config.json")
-    for candidate in (cfg.get("_name_or_path", ""), folder.name, cfg.get("model_type", "")):
+    # model_type ("bert", "roberta") names an architecture, not a checkpoint: not used.
+    for candidate in (cfg.get("_name_or_path", ""), folder.name):
         fam = family_of_name(str(candidate))
         if fam:
             return fam
@@ -102,7 +156,7 @@ def adversary_family(spec: Any) -> str | None:
     Examples
     --------
     >>> adversary_family("bow"), adversary_family("minilm"), adversary_family("qa_lexical")
-    ('lexical', 'minilm', 'lexical')
+    ('lexical', 'all-minilm-l6-v2', 'lexical')
     >>> adversary_family(object()) is None
     True
     """
@@ -125,7 +179,7 @@ def model_family(name: str, source: str | os.PathLike[str] | None = None) -> str
     Examples
     --------
     >>> model_family("bert-base-uncased"), model_family("mlp256-minilm-s1")
-    ('bert', 'minilm')
+    ('bert-base-uncased', 'all-minilm-l6-v2')
     """
     fam = family_of_name(name)
     if fam is None and source is not None:
@@ -161,14 +215,16 @@ def resolve_families(
     >>> fam, inferred = resolve_families({"bow": "bag"}, {"bow": "bow", "lm": "minilm"},
     ...                                  ["mlp-minilm", "lstm"])
     >>> fam, inferred
-    ({'bow': 'bag', 'lm': 'minilm', 'mlp-minilm': 'minilm'}, ['lm', 'mlp-minilm'])
+    ({'bow': 'bag', 'lm': 'all-minilm-l6-v2', 'mlp-minilm': 'all-minilm-l6-v2'}, ['lm', 'mlp-minilm'])
     """
     out = dict(declared or {})
     inferred: list[str] = []
     sources = sources or {}
     for name, spec in adversaries.items():
         if name not in out:
-            fam = adversary_family(spec)
+            # several representation seeds of one adversary: one family if they agree
+            fams = {adversary_family(s) for s in (spec if isinstance(spec, list) else [spec])}
+            fam = fams.pop() if len(fams) == 1 else None
             if fam is not None:
                 out[name] = fam
                 inferred.append(name)

@@ -6,6 +6,12 @@ and on each adversary's AF-selected set. Kendall's tau and Spearman's rho
 intervals come from the bootstrap draws of the matrix (the same resampled examples for
 both rankings). The same-family rank change (Fig. 4) is the change of a model's rank under
 an adversary of its own family (positive = it fell).
+
+A ranking can move because the adversary singles out examples that favour some models, or
+only because a smaller set ranks close models less reliably. :func:`random_subset_null`
+separates the two: the Kendall tau that random subsets of the AF-selected size give
+against the full set (the null "the adversary selects at random"), and the p-value of the
+observed tau under it.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from scipy import stats
 
-__all__ = ["family_rank_change", "rank_agreement", "ranks"]
+__all__ = ["family_rank_change", "random_subset_null", "rank_agreement", "ranks"]
 
 
 def ranks(accuracy: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -122,4 +128,72 @@ def family_rank_change(
         for model, r in by_model.items():
             if families.get(model) == fam and model in rank_none:
                 out[(model, adv)] = float(r) - float(rank_none[model])
+    return out
+
+
+def random_subset_null(
+    correct: np.ndarray,
+    n_select: float,
+    tau: float,
+    *,
+    n_draws: int = 1000,
+    random_state: int | None = 0,
+) -> dict[str, float]:
+    """Kendall tau of random subsets of the AF-selected size against the full set.
+
+    The null hypothesis is that the adversary selects ``n_select`` examples at random:
+    each draw ranks the models on a random subset of that size (without replacement)
+    and compares the ranking with the full set's. The one-sided p-value is the share of
+    draws whose tau is at most the observed ``tau`` (with the usual +1 correction), so a
+    small p says that the adversary reorders the models more than chance subsets do.
+
+    Parameters
+    ----------
+    correct : array (n_models, n)
+        Per-example correctness (or a score in [0, 1]) of every model.
+    n_select : float
+        Size of the AF-selected set (mean over seeds; rounded).
+    tau : float
+        The observed Kendall tau of the AF-selected set against the full set.
+    n_draws : int
+        Random subsets drawn.
+    random_state : int, optional
+
+    Returns
+    -------
+    dict
+        ``p_value``, ``null_tau_median``, ``null_tau_low`` (2.5% quantile) and ``n_draws``
+        (NaN p-value when ``tau`` or every null tau is undefined).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> correct = rng.random((4, 2000)) < np.array([[0.9], [0.8], [0.7], [0.6]])
+    >>> random_subset_null(correct, 500, -1.0, n_draws=200)["p_value"] < 0.01
+    True
+    >>> random_subset_null(correct, 500, 1.0, n_draws=200)["p_value"]
+    1.0
+    """
+    c = np.asarray(correct, dtype=np.float64)
+    n_models, n = c.shape
+    k = round(float(n_select))
+    out = {"p_value": math.nan, "null_tau_median": math.nan, "null_tau_low": math.nan,
+           "n_draws": 0.0}  # fmt: skip
+    if n_models < 2 or not 0 < k <= n or n_draws < 1 or not math.isfinite(tau):
+        return out
+    full = c.mean(axis=1)
+    rng = np.random.default_rng(random_state)
+    taus = np.empty(n_draws)
+    for b in range(n_draws):
+        idx = rng.choice(n, size=k, replace=False)
+        taus[b] = _corr(full, c[:, idx].mean(axis=1))[0]
+    taus = taus[np.isfinite(taus)]
+    if not len(taus):
+        return out
+    out.update(
+        p_value=float((1 + np.sum(taus <= tau + 1e-12)) / (1 + len(taus))),
+        null_tau_median=float(np.median(taus)),
+        null_tau_low=float(np.quantile(taus, 0.025)),
+        n_draws=float(len(taus)),
+    )
     return out

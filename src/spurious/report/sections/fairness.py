@@ -233,6 +233,7 @@ def _ranking_table(d: Mapping[str, Any]) -> Markup:
                 r.get("kendall_tau"), r.get("kendall_tau_ci_low"), r.get("kendall_tau_ci_high")
             ),
             _fmt_ci(r.get("spearman"), r.get("spearman_ci_low"), r.get("spearman_ci_high")),
+            _fmt_null(r.get("null_null_tau_median"), r.get("null_p_value")),
         ]
         for r in d.get("ranking") or []
         if isinstance(r, Mapping)
@@ -243,7 +244,15 @@ def _ranking_table(d: Mapping[str, Any]) -> Markup:
         if isinstance(r, Mapping)
     ]
     out = (
-        html_table(["Adversary", "Kendall tau vs none", "Spearman vs none"], rows)
+        render_fragment(
+            '{{ t }}<p class="legend">Random subsets: the median Kendall tau of random '
+            "subsets of the AF-selected size against the full set, and the one-sided p-value "
+            "of the adversary's tau under them (small p: the adversary reorders the models "
+            "more than a smaller set alone does).</p>",
+            t=html_table(
+                ["Adversary", "Kendall tau vs none", "Spearman vs none", "Random subsets"], rows
+            ),
+        )
         if rows
         else Markup("")
     )
@@ -254,6 +263,14 @@ def _ranking_table(d: Mapping[str, Any]) -> Markup:
             t=html_table(["Model", "Adversary", "Rank change"], fam),
         )
     return out
+
+
+def _fmt_null(median: Any, p: Any) -> str:
+    """``"tau 0.87, p=0.003"`` for the random-subset null (results without it: ``""``)."""
+    med, pv = finite(median), finite(p)
+    if med is None or pv is None:
+        return ""
+    return f"tau {med:+.2f}, p={pv:.3g}"
 
 
 def _agreement_table(d: Mapping[str, Any]) -> Markup:
