@@ -804,3 +804,23 @@ def test_real_sst2_sample_gets_no_shortcut_verdict():
     assert h["severity"] == "info", h
     assert res.metrics["predictable_beyond_null_ci_low"] > 0.2  # learnable
     assert "not a shortcut" in h["text"]
+
+
+def test_cli_baseline_options_reach_the_verdict(cli, tmp_path):
+    ds = _order_task(300, plant_rate=0.6, seed=1)
+    data = tmp_path / "order.csv"
+    ds.frame[["text", "label"]].to_csv(data, index=False)
+    common = ["aflite", str(data), "--task", "text", "--features", "tfidf", "--partitions", "8",
+              "--train-size", "0.3", "--slice-size", "0.1", "--max-rounds", "1"]  # fmt: skip
+    r = CliRunner().invoke(cli, [*common, "--out", str(tmp_path / "a")])
+    assert r.exit_code == 0, r.output
+    head = json.loads((tmp_path / "a" / "aflite" / "result.json").read_text())["headline"]
+    assert head["severity"] == "info"
+    r = CliRunner().invoke(
+        cli, [*common, "--baseline-features", "bow", "--out", str(tmp_path / "b")]
+    )
+    assert r.exit_code == 0, r.output
+    res = json.loads((tmp_path / "b" / "aflite" / "result.json").read_text())
+    assert res["params"]["baseline_features"] == "bow"
+    assert res["headline"]["evidence"]["null"] == "shuffled labels"
+    assert res["headline"]["severity"] in ("moderate", "high")

@@ -118,6 +118,17 @@ SIZE = _SizeType()
 @options.opt(
     "--restart", "Discard a checkpoint of a different run in --checkpoint-dir.", is_flag=True
 )
+@options.opt(
+    "--baseline-view",
+    "Partial input the verdict compares with (auto: every one-field view of a multi-field "
+    "task; none: no partial input). Predictability alone is no shortcut.",
+    default="auto",
+)
+@options.opt(
+    "--baseline-features",
+    "A representation that should not suffice for the task (e.g. bow when word order "
+    "decides), compared with shuffled labels for the verdict.",
+)
 @options.input_options
 @options.seed_option()
 @options.out_option("aflite")
@@ -154,6 +165,8 @@ def aflite(
     max_rounds: int | None,
     checkpoint_dir: Path | None,
     restart: bool,
+    baseline_view: str,
+    baseline_features: str | None,
     field_map: tuple[str, ...],
     fmt: str | None,
     seed: int,
@@ -216,6 +229,8 @@ def aflite(
         "executor": ex,
         "checkpoint_dir": os.fspath(checkpoint_dir) if checkpoint_dir else None,
         "checkpoint_mismatch": "restart" if restart else "error",
+        "baseline_view": None if baseline_view.lower() == "none" else baseline_view,
+        "baseline_features": baseline_features,
         "random_state": seed,
     }
     config = {
