@@ -824,3 +824,22 @@ def test_cli_baseline_options_reach_the_verdict(cli, tmp_path):
     assert res["params"]["baseline_features"] == "bow"
     assert res["headline"]["evidence"]["null"] == "shuffled labels"
     assert res["headline"]["severity"] in ("moderate", "high")
+
+
+def test_the_null_is_paired_with_round_one_partitions():
+    """The evidence reuses round 1's p: recomputing it on the partitions the evidence
+    draws must give round 1's p exactly (same partitions, same model, same labels)."""
+    from spurious.detectors.aflite.algorithm import STREAM_PARTITIONS, round_rng
+    from spurious.detectors.aflite.baselines import predictability_beyond_null
+
+    rng = np.random.default_rng(3)
+    y = np.arange(240) % 2
+    X = (rng.normal(size=(240, 4)) + 0.8 * y[:, None]).astype(np.float32)
+    det = AFLite(features=X, model="sklearn-logistic", n_partitions=6, train_size=60,
+                 slice_size=20, max_rounds=2, group_by=None, random_state=5)  # fmt: skip
+    res = det.run(_text_dataset(y))
+    parts = sample_partitions(np.arange(240), 60, 6, round_rng(5, 1, STREAM_PARTITIONS))
+    again = predictability_beyond_null(X, y, *parts, model="sklearn-logistic", random_state=5)
+    # (round 1's p is stored as float32)
+    np.testing.assert_allclose(again["p"], det.state_.train.p_rounds[0], atol=1e-6)
+    assert res.metrics["predictable_share_null"] == pytest.approx(again["share_null"])
