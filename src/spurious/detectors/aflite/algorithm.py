@@ -48,8 +48,9 @@ Deviations from the papers (also in docs/methods/aflite.md):
   004's Algorithm 1 (S shrinks by up to k per round; the evaluation examples of the
   round that triggers the stop are still filtered). The loop also ends when no
   evaluation example remains ("eval_exhausted"); later rounds could not change H or R.
-- ``model="logistic"`` on sparse features (tf-idf) fits scikit-learn's logistic
-  regression per partition instead of the batched one, which needs dense input.
+- ``model="logistic"`` on sparse features (bag of words, tf-idf) is the batched logistic
+  regression on CSR input, without the pooled start and preconditioner (plain L-BFGS
+  from zero, ``max_iter=1000`` as scikit-learn's logistic regression here).
 - ``max_rounds`` is an extra, user-side budget; a run stopped by it can be resumed
   with a larger budget from its checkpoint.
 
@@ -414,9 +415,10 @@ def make_partition_model(
 ) -> PartitionModel:
     """The model family M from a name, a scikit-learn classifier or a PartitionModel.
 
-    ``"logistic"`` is the batched logistic regression (``spurious.models.batched``) for
-    dense features; for sparse features (tf-idf), or when the batched model is not
-    available, scikit-learn's ``LogisticRegression`` fitted per partition.
+    ``"logistic"`` is the batched logistic regression (``spurious.models.batched``); for
+    sparse features (bag of words, tf-idf) without its pooled start and preconditioner;
+    when the batched model is not available, scikit-learn's ``LogisticRegression``
+    fitted per partition.
     ``"sklearn-logistic"``, ``"linear-svm"``, ``"rbf-svm"``, ``"mlp"`` and any
     scikit-learn classifier are fitted once per partition.
 
@@ -428,14 +430,15 @@ def make_partition_model(
     if isinstance(spec, PartitionModel) and not isinstance(spec, str):
         return spec
     if spec == "logistic":
-        if sparse:
-            logger.info("model='logistic' on sparse features: sklearn-logistic per partition")
-            return SklearnPartitionModel("sklearn-logistic", random_state=random_state)
         try:
             from spurious.models.batched import BatchedLogisticRegression
         except ImportError:
             logger.debug("spurious.models.batched unavailable; using sklearn-logistic per fit")
             return SklearnPartitionModel("sklearn-logistic", random_state=random_state)
+        if sparse:
+            # Sparse features (bow, tf-idf) run plain L-BFGS from zero, as scikit-learn
+            # does, with scikit-learn's iteration budget (sklearn-logistic: 1000).
+            return BatchedLogisticRegression(precondition="none", max_iter=1000)
         return BatchedLogisticRegression()
     from spurious.models.sklearn_adapter import PROBES, make_probe
 

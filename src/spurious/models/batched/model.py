@@ -9,6 +9,7 @@ from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 
 from spurious.exceptions import ParameterError
 from spurious.models.batched.backend import _centred_bf16, _shared_tensor, _threads, _torch
@@ -18,6 +19,7 @@ from spurious.models.batched.lbfgs import CONVERGED, STATUS_NAMES, _lbfgs
 from spurious.models.batched.objective import _Data, _Group
 from spurious.models.batched.preconditioner import _Preconditioner
 from spurious.models.batched.predict import _predict
+from spurious.models.batched.sparse import _SparseX, is_sparse, matmul
 from spurious.models.batched.start import SharedStart, _SharedStartMixin
 from spurious.utils.validation import Interval, StrOptions, check_params
 
@@ -226,7 +228,7 @@ class BatchedLogisticRegression(_SharedStartMixin):
         if isinstance(t, bool) or not isinstance(t, Integral) or t < 1:
             raise ParameterError(f"t must be an int >= 1; got {t!r}.")
         X, y, _, n_classes, _ = _validate(X, y, np.zeros((1, 1), np.int64), n_classes, None)
-        intra_op, _ = self._threading(X.shape[0], X.shape[1], n_classes)
+        intra_op, _ = self._threading(X.shape[0], X.shape[1], n_classes, _nnz(X))
         with _threads(intra_op):
             data = self._make_data(X, y, n_classes, int(t))
             return self._shared_start(data, int(t))
@@ -267,7 +269,7 @@ class BatchedLogisticRegression(_SharedStartMixin):
         check_params(self._parameter_constraints, self._params(), type(self).__name__)
         t0 = time.perf_counter()
         X, y, train_idx, n_classes, X_predict = _validate(X, y, train_idx, n_classes, X_predict)
-        intra_op, workers = self._threading(X.shape[0], X.shape[1], n_classes)
+        intra_op, workers = self._threading(X.shape[0], X.shape[1], n_classes, _nnz(X))
         with _threads(intra_op):
             return self._fit_predict(X, y, train_idx, n_classes, X_predict, start, workers, t0)
 
@@ -299,17 +301,19 @@ class BatchedLogisticRegression(_SharedStartMixin):
         w_ref = z_ref = None
         if theta_ref.any():
             w_ref = torch.from_numpy(theta_ref[:-1]).to(device)  # (d, r) float64
-            z_ref = (data.x32 @ w_ref.to(torch.float32)).T.contiguous()  # (r, N)
+            z_ref = matmul(data.x32, w_ref.to(torch.float32)).T.contiguous()  # (r, N)
         timings["shared_start"] = time.perf_counter() - t0
 
         g = self.group_size
         n_groups = -(-m // g)
+        # Plain L-BFGS from zero: asked for, or sparse features (no preconditioner).
+        plain = self.precondition == "none" or is_sparse(data.x32)
         theta_all = np.zeros((m, data.d + 1, r))
         basis_all = np.zeros((m, k, r))
         n_iter = np.zeros(m, dtype=np.int64)
         status = np.zeros(m, dtype=np.int64)
         out = np.empty((m, X_predict.shape[0]), dtype=np.int16)
-        xp32 = data.x32 if X_predict is X else _shared_tensor(X_predict, device)
+        xp32 = data.x32 if X_predict is X else _as_tensor(X_predict, device)
         evals = {"float32": 0, "bfloat16": 0}
         t_train = t_pred = 0.0
 
@@ -347,9 +351,9 @@ class BatchedLogisticRegression(_SharedStartMixin):
                 max_iter=int(self.max_iter),
                 tol=float(self.tol),
                 history=int(self.history_size),
-                first_step="scaled" if self.precondition == "none" else "unit",
+                first_step="scaled" if plain else "unit",
                 low=data.x_low is not None,
-                scale_h0=self.precondition == "none",
+                scale_h0=plain,
             )
             n_evals = dict(group.n_evals)
             del group
@@ -397,7 +401,8 @@ class BatchedLogisticRegression(_SharedStartMixin):
 
         self._store(theta_all, basis_all, present, n_iter, status)
         n, d, n_pred = data.n, data.d, X_predict.shape[0]
-        per_eval = 2.0 * 2.0 * n * d * g * r  # forward + gradient GEMM of one group
+        # forward + gradient GEMM of one group (sparse: one multiply-add per non-zero)
+        per_eval = 2.0 * 2.0 * (data.x32.nnz if is_sparse(data.x32) else n * d) * g * r
         D = (d + 1) * r
         precond_per_eval = 2.0 * g * (D * D if not precond.blocked else D * (d + 1))
         self.stats_ = {
@@ -411,7 +416,11 @@ class BatchedLogisticRegression(_SharedStartMixin):
                 "train_gemm": {key: per_eval * v for key, v in evals.items()},
                 "shared_start_gemm": start_stats.get("gemm_flops", 0.0)
                 + (2.0 * n * d * r if w_ref is not None else 0.0),
-                "predict_gemm": 2.0 * n_pred * d * g * r * n_groups,
+                "predict_gemm": 2.0
+                * (X_predict.nnz if sp.issparse(X_predict) else n_pred * d)
+                * g
+                * r
+                * n_groups,
                 "preconditioner": precond_per_eval * sum(evals.values()),
             },
             "device": str(device),
@@ -445,9 +454,10 @@ class BatchedLogisticRegression(_SharedStartMixin):
             )
         return self.device
 
-    def _threading(self, n: int, d: int, k: int) -> tuple[int, int]:
+    def _threading(self, n: int, d: int, k: int, nnz: int | None = None) -> tuple[int, int]:
         """``(intra-op threads, group workers)`` for a problem of ``n`` rows, ``d``
-        features and ``k`` classes on CPU (see the package docstring, "Threads").
+        features (``nnz`` non-zeros when sparse) and ``k`` classes on CPU (see the
+        package docstring, "Threads").
 
         Small groups (forward + gradient GEMM under :attr:`parallel_groups_below` FLOPs)
         run whole groups in parallel, one intra-op thread each: their many small
@@ -460,7 +470,8 @@ class BatchedLogisticRegression(_SharedStartMixin):
         if self._device() != "cpu":
             return total, 1
         r = 1 if k == 2 else k - 1
-        if 4.0 * n * d * self.group_size * r < self.parallel_groups_below:
+        entries = n * d if nnz is None else nnz
+        if 4.0 * entries * self.group_size * r < self.parallel_groups_below:
             return 1, total
         return total, 1
 
@@ -468,8 +479,14 @@ class BatchedLogisticRegression(_SharedStartMixin):
         """Tensors shared by every group of a call (validated inputs)."""
         torch = _torch()
         device = torch.device(self._device())
+        if sp.issparse(X) and self.dtype == "bfloat16":
+            raise ParameterError(
+                "The 'dtype' parameter of BatchedLogisticRegression must be 'float32' for "
+                "sparse features (bfloat16 centres X, which would densify it). Got "
+                "'bfloat16' instead."
+            )
         data = _Data(
-            x32=_shared_tensor(X, device),
+            x32=_as_tensor(X, device),
             x_low=None,
             mean=None,
             y=torch.from_numpy(y).to(device),
@@ -494,3 +511,12 @@ class BatchedLogisticRegression(_SharedStartMixin):
         self.intercept_ = np.where(present, intercept, -np.inf).astype(np.float32)
         self.n_iter_ = n_iter
         self.status_ = status
+
+
+def _nnz(X: Any) -> int | None:
+    return int(X.nnz) if sp.issparse(X) else None
+
+
+def _as_tensor(X: Any, device: Any) -> Any:
+    """The dense tensor view of ``X``, or a :class:`_SparseX` for a CSR matrix."""
+    return _SparseX(X, device) if sp.issparse(X) else _shared_tensor(X, device)

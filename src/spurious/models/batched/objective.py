@@ -6,13 +6,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from spurious.models.batched.backend import _torch
+from spurious.models.batched.sparse import is_sparse, tmatmul
 
 
 @dataclass
 class _Data:
     """Everything shared by all groups of one ``fit_predict`` call."""
 
-    x32: Any  # (N, d) float32 features, on the device
+    x32: Any  # (N, d) float32 features, on the device (dense, or a sparse._SparseX)
     x_low: Any  # (N, d) bfloat16 copy of x32 - mean, or None (float32 training)
     mean: Any  # (d,) float32 centring vector of x_low, or None
     y: Any  # (N,) int64 labels
@@ -77,6 +78,10 @@ class _Group:
         # AFLite's partitions never repeat a row.)
         sorted_idx = torch.sort(tidx, dim=1).values
         self.has_repeats = bool((sorted_idx[:, 1:] == sorted_idx[:, :-1]).any())
+        # Sparse features: each classifier's own rows, block-diagonally (no scatter).
+        self.blocks = None
+        if is_sparse(data.x32):
+            self.blocks = data.x32.block_diagonal(tidx.cpu().numpy())
         self._buffers: dict[Any, Any] = {}
         self.n_evals = {"float32": 0, "bfloat16": 0}
 
@@ -105,9 +110,12 @@ class _Group:
         if low:
             # x W = (x - mean) delta + mean delta + x w_ref
             bias = bias + torch.einsum("d,gdr->gr", data.mean.to(torch.float64), delta)
-        w_op = delta.permute(1, 0, 2).reshape(d, g * r).to(X.dtype)
-        logits_all = X @ w_op  # (N, g*r): every classifier's logits on every row
-        z = logits_all.view(n * g, r).index_select(0, self.flat)  # its own rows
+        if self.blocks is None:
+            w_op = delta.permute(1, 0, 2).reshape(d, g * r).to(X.dtype)
+            logits_all = X @ w_op  # (N, g*r): every classifier's logits on every row
+            z = logits_all.view(n * g, r).index_select(0, self.flat)  # its own rows
+        else:  # sparse: (g t, g d) block-diagonal rows times the stacked weights
+            z = self.blocks[0] @ delta.reshape(g * d, r).to(torch.float32)
         z = z.view(g, t, r).transpose(1, 2).to(torch.float32, copy=True).contiguous()
         if self.z0 is not None:
             z += self.z0
@@ -119,15 +127,18 @@ class _Group:
         prob.scatter_add_(1, self.y, self.minus_one)  # p - onehot(y)
         grad_r = torch.bmm(self.basis_t, prob).mul_(self.scale)  # (g, r, t)
         rows = grad_r.transpose(1, 2).reshape(g * t, r).to(X.dtype)
-        buf = self._buffer(X.dtype)
-        if self.has_repeats:
-            buf.zero_()
-            buf.index_add_(0, self.flat, rows)
-        else:
-            buf.index_copy_(0, self.flat, rows)
-        grad_w = buf.view(n, g * r).T @ X  # (g*r, d); streams X row-major once
         grad = torch.empty(g, d + 1, r, dtype=torch.float64, device=data.device)
-        grad[:, :d, :] = grad_w.view(g, r, d).transpose(1, 2)
+        if self.blocks is None:
+            buf = self._buffer(X.dtype)
+            if self.has_repeats:
+                buf.zero_()
+                buf.index_add_(0, self.flat, rows)
+            else:
+                buf.index_copy_(0, self.flat, rows)
+            grad_w = tmatmul(buf.view(n, g * r), X)  # (g*r, d); streams X row-major once
+            grad[:, :d, :] = grad_w.view(g, r, d).transpose(1, 2)
+        else:  # repeated rows are separate rows of the blocks: they add up
+            grad[:, :d, :] = (self.blocks[1] @ rows.contiguous()).view(g, d, r)
         grad[:, :d, :] += data.lam * W
         grad[:, d, :] = grad_r.sum(2, dtype=torch.float64)
         # Stopping criterion: max-abs gradient in the class space (g, d+1, k). In float32

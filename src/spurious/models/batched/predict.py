@@ -7,10 +7,12 @@ from typing import Any
 import numpy as np
 
 from spurious.models.batched.backend import _torch
+from spurious.models.batched.sparse import is_sparse
 
 
 def _predict(theta: Any, basis: Any, mask: Any, xp: Any, block: int) -> np.ndarray:
-    """Labels (g, M) of every classifier of a group on every row of ``xp`` (float32)."""
+    """Labels (g, M) of every classifier of a group on every row of ``xp`` (float32;
+    dense, or a :class:`~spurious.models.batched.sparse._SparseX`)."""
     torch = _torch()
     g, a, r = theta.shape
     d = a - 1
@@ -19,7 +21,10 @@ def _predict(theta: Any, basis: Any, mask: Any, xp: Any, block: int) -> np.ndarr
     n_rows = int(xp.shape[0])
     out = np.empty((g, n_rows), dtype=np.int16)
     for lo in range(0, n_rows, block):
-        z = (wt @ xp[lo : lo + block].T).view(g, r, -1) + b
+        if is_sparse(xp):
+            z = (xp.block(lo, lo + block) @ wt.T.contiguous()).T.reshape(g, r, -1) + b
+        else:
+            z = (wt @ xp[lo : lo + block].T).view(g, r, -1) + b
         logits = torch.bmm(basis, z)  # (g, k, rows)
         if mask is not None:
             logits += mask

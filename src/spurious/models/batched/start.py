@@ -15,6 +15,7 @@ from spurious.models.batched.basis import class_basis
 from spurious.models.batched.lbfgs import STATUS_NAMES, _lbfgs
 from spurious.models.batched.objective import _Data, _Group
 from spurious.models.batched.preconditioner import _inverse_spd, _Preconditioner
+from spurious.models.batched.sparse import is_sparse
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +41,8 @@ class SharedStart:
         Pooled solution (weights, then intercept) in the free logits; zero without pooling.
     hinv : ndarray or None
         Inverse of the Hessian estimate (float32): ``(D, D)`` with ``D = (d+1) r``, or
-        ``(r, d+1, d+1)`` when ``blocked``; ``None`` without preconditioning.
+        ``(r, d+1, d+1)`` when ``blocked``; ``None`` without preconditioning (and for
+        sparse features).
     blocked : bool
         Block-diagonal preconditioner (class coupling ignored).
     ref_present : ndarray of shape (n_classes,)
@@ -84,17 +86,20 @@ class _SharedStartMixin:
         pick = np.unique(np.linspace(0, len(pool_rows) - 1, n_hess).round().astype(np.int64))
         return pool_rows, pool_rows[pick]
 
-    def _start_key(self, d: int, k: int, t: int) -> dict[str, Any]:
+    def _start_key(self, d: int, k: int, t: int, sparse: bool = False) -> dict[str, Any]:
         """What a :class:`SharedStart` must match to be used by a call."""
         keys = ("C", "dtype", "precondition", "pooled_rows", "hessian_rows")
-        return {"n_features": d, "n_classes": k, "t": t, **{n: getattr(self, n) for n in keys}}
+        key = {"n_features": d, "n_classes": k, "t": t, **{n: getattr(self, n) for n in keys}}
+        if sparse:  # no pooled start nor preconditioner: not for dense features
+            key["sparse"] = True
+        return key
 
     def _check_start(self, start: SharedStart, data: _Data, t: int) -> None:
         if not isinstance(start, SharedStart):
             raise ParameterError(
                 f"start must be a SharedStart from shared_start(); got {type(start).__name__}."
             )
-        want = self._start_key(data.d, data.n_classes, t)
+        want = self._start_key(data.d, data.n_classes, t, sparse=is_sparse(data.x32))
         if start.key != want:
             diff = sorted(n for n in want if start.key.get(n) != want[n])
             raise ParameterError(
@@ -117,7 +122,7 @@ class _SharedStartMixin:
             hinv=None if precond.hinv is None else precond.hinv.cpu().numpy(),
             blocked=precond.blocked,
             ref_present=ref_present,
-            key=self._start_key(data.d, data.n_classes, t),
+            key=self._start_key(data.d, data.n_classes, t, sparse=is_sparse(data.x32)),
             stats=stats,
         )
 
@@ -138,7 +143,8 @@ class _SharedStartMixin:
             "hessian_rows": 0,
             "gemm_flops": 0.0,
         }
-        if self.precondition == "none":
+        if self.precondition == "none" or is_sparse(data.x32):
+            # Sparse features: plain L-BFGS from zero (see sparse.py for why).
             return theta, _Preconditioner(None, blocked=False), ref_present, stats
         # At zero the Hessian is a covariance (one GEMM); a smaller sample will do for
         # the pooled fit, which is cheap to iterate.
