@@ -374,11 +374,13 @@ class AFLite(Detector):
                 f"{int(m.get('n_rounds', 0))} round(s) (stop: {d.get('stop_reason_text', '')})"
             )
         evidence = d.get("predictability") or {}
+        # The evidence is measured on the training split (what the classifiers learn from).
+        unit = "training examples" if self.mode == "eval" else "examples"
         full = (
-            f"{m['predictable_share']:.0%} of examples predictable (p >= {self.tau}) from the "
+            f"{m['predictable_share']:.0%} of {unit} predictable (p >= {self.tau}) from the "
             f"{_view_words(self.view)} (shuffled labels: {m['predictable_share_null']:.0%})"
             if "predictable_share" in m
-            else f"{share:.0%} of examples predictable (p >= {self.tau}) in round 1"
+            else "predictability not compared with shuffled labels (a result of an older version)"
         )
         chosen = evidence.get("chosen")
         label = "adversarial filtering (AFLite)"
@@ -397,7 +399,7 @@ class AFLite(Detector):
             )
         b = next(x for x in evidence["baselines"] if x["key"] == chosen)
         text = (
-            f"{b['share']:.0%} of examples predictable from {b['description']} (shuffled "
+            f"{b['share']:.0%} of {unit} predictable from {b['description']} (shuffled "
             f"labels: {b['share_null']:.0%}); {full}; {what}"
         )
         return self.verdict_scale.headline(
