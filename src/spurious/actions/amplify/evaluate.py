@@ -224,7 +224,7 @@ def evaluate_amplified(
     ...     (test, "eval"))])
     >>> out = evaluate_amplified(amplify(train, test, marks), evaluator="bow-logreg",
     ...                          seeds=(1,), reinsertion=False)
-    >>> sorted(out["definitions"]["m"]) [:4]
+    >>> sorted(out["definitions"]["m"])[:4]
     ['below_chance', 'biased', 'drop_biased_minus_random', 'full']
     """
     import time
