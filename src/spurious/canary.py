@@ -131,12 +131,12 @@ class CanaryResult:
             if np.isnan(r.min_rate_detected):
                 lines.append(
                     f"n={r.n}: {r.analysis} does not detect {r.plant} at any planted rate "
-                    f"up to {top[(r.analysis, r.plant, r.n)]:.1%} of {label!r}'s examples"
+                    f"up to {top[(r.analysis, r.plant, r.n)]:.1%} of the {label!r} examples"
                 )
             else:
                 lines.append(
                     f"n={r.n}: {r.analysis} detects {r.plant} planted in >= "
-                    f"{r.min_rate_detected:.1%} of {label!r}'s examples"
+                    f"{r.min_rate_detected:.1%} of the {label!r} examples"
                 )
         return lines
 
