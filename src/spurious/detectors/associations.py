@@ -414,6 +414,8 @@ class Associations(Detector):
     # QA has no class label: there the "label" is gold answer vs a random span (see
     # null_spans), so the analysis needs labels only on classification tasks.
     requires: ClassVar[Requirements] = Requirements()
+    # Model-free: right after the atlas.
+    audit_order: ClassVar[int] = 11
     fast_params: ClassVar[dict[str, Any]] = {"n_permutations": 99, "n_bins": 5}
     profiles: ClassVar[dict[str, dict[str, Any]]] = {
         "quick": {"n_permutations": 200},

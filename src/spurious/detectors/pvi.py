@@ -193,6 +193,8 @@ class PVI(Detector):
             "high": "a partial input carries much usable information (a strong artifact)",
         },
     )
+    # After partial_input, whose out-of-fold probabilities it reuses.
+    audit_order: ClassVar[int] = 21
     fast_params: ClassVar[dict[str, Any]] = {"n_resamples": 50}
     profiles: ClassVar[dict[str, dict[str, Any]]] = {"quick": {"n_resamples": 500}, "full": {}}
     metric_docs: ClassVar[dict[str, str]] = {

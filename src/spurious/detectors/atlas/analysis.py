@@ -283,6 +283,8 @@ class Atlas(Detector):
         "Bonferroni and BH, Gururangan et al.'s smoothed PMI; no model."
     )
     requires: ClassVar[Requirements] = Requirements(labels=True)
+    # Model-free and seconds long: its findings lead the audit and the report.
+    audit_order: ClassVar[int] = 10
     fast_params: ClassVar[dict[str, Any]] = {"min_count": 3}
     profiles: ClassVar[dict[str, dict[str, Any]]] = {"quick": {}, "full": {}}
     verdict_scale: ClassVar[VerdictScale] = VerdictScale(

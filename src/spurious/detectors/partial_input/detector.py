@@ -136,6 +136,8 @@ class PartialInput(Detector):
             "high": "strong leakage",
         },
     )
+    # Cheap probes and the decisive partial-input verdict: before the slower analyses.
+    audit_order: ClassVar[int] = 20
     fast_params: ClassVar[dict[str, Any]] = {"n_resamples": 50}
     profiles: ClassVar[dict[str, dict[str, Any]]] = {"quick": {"n_resamples": 500}, "full": {}}
     metric_docs: ClassVar[dict[str, str]] = {
