@@ -48,9 +48,10 @@ Deviations from the papers (also in docs/methods/aflite.md):
   004's Algorithm 1 (S shrinks by up to k per round; the evaluation examples of the
   round that triggers the stop are still filtered). The loop also ends when no
   evaluation example remains ("eval_exhausted"); later rounds could not change H or R.
-- ``model="logistic"`` on sparse features (bag of words, tf-idf) is the batched logistic
-  regression on CSR input, without the pooled start and preconditioner (plain L-BFGS
-  from zero, ``max_iter=1000`` as scikit-learn's logistic regression here).
+- ``model="logistic"`` on sparse features (bag of words, tf-idf) fits scikit-learn's
+  logistic regression per partition: the batched one takes CSR input too (plain L-BFGS
+  from zero) but was no faster on CPU (``bench/bench_aflite_sparse.py``); pass it as
+  ``model=`` to use it.
 - ``max_rounds`` is an extra, user-side budget; a run stopped by it can be resumed
   with a larger budget from its checkpoint.
 
@@ -415,10 +416,10 @@ def make_partition_model(
 ) -> PartitionModel:
     """The model family M from a name, a scikit-learn classifier or a PartitionModel.
 
-    ``"logistic"`` is the batched logistic regression (``spurious.models.batched``); for
-    sparse features (bag of words, tf-idf) without its pooled start and preconditioner;
-    when the batched model is not available, scikit-learn's ``LogisticRegression``
-    fitted per partition.
+    ``"logistic"`` is the batched logistic regression (``spurious.models.batched``) for
+    dense features; for sparse features (bag of words, tf-idf; the batched model takes
+    them too, but is no faster there on CPU), or when the batched model is not
+    available, scikit-learn's ``LogisticRegression`` fitted per partition.
     ``"sklearn-logistic"``, ``"linear-svm"``, ``"rbf-svm"``, ``"mlp"`` and any
     scikit-learn classifier are fitted once per partition.
 
@@ -436,9 +437,13 @@ def make_partition_model(
             logger.debug("spurious.models.batched unavailable; using sklearn-logistic per fit")
             return SklearnPartitionModel("sklearn-logistic", random_state=random_state)
         if sparse:
-            # Sparse features (bow, tf-idf) run plain L-BFGS from zero, as scikit-learn
-            # does, with scikit-learn's iteration budget (sklearn-logistic: 1000).
-            return BatchedLogisticRegression(precondition="none", max_iter=1000)
+            # The batched model takes CSR input, but on CPU it is no faster there
+            # (bench/bench_aflite_sparse.py: 0.98x on SNLI bag of words, 0.68x on tf-idf):
+            # L-BFGS's vector work over d ~ 10^4 weights per classifier dominates, and
+            # batching does not shrink it. Pass BatchedLogisticRegression(precondition=
+            # "none", max_iter=1000) as the model for its chunk-exact batched runs.
+            logger.info("model='logistic' on sparse features: sklearn-logistic per partition")
+            return SklearnPartitionModel("sklearn-logistic", random_state=random_state)
         return BatchedLogisticRegression()
     from spurious.models.sklearn_adapter import PROBES, make_probe
 
