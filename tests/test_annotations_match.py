@@ -154,3 +154,19 @@ def test_api_attaches_annotations_to_an_in_memory_dataset(snli_dev, chaos_file):
                        progress=False)  # fmt: skip
     labels = run.context.train.frame["annotator_labels"]
     assert int(labels.map(len).gt(0).sum()) == N_LINES - N_NO_GOLD
+
+
+def test_fairness_refuses_annotations_that_match_no_example(tmp_path):
+    """The analysis' own ``annotations`` parameter goes through the same matching: a file
+    keyed by ids the data does not have is refused instead of giving agreement NaN."""
+    from spurious.context import RunContext
+    from spurious.data.synthetic import make_nli_artifacts
+    from spurious.evaluate.fairness.analysis import Fairness
+    from spurious.exceptions import SpuriousError
+
+    ds = make_nli_artifacts(n=60, random_state=0).dataset
+    path = tmp_path / "ann.jsonl"
+    rows = [{"id": f"other-{i}", "annotator_labels": ["neutral"] * 3} for i in range(20)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(SpuriousError, match="match"):
+        Fairness(annotations=str(path))._annotation_counts(RunContext(ds, ds, progress=False))

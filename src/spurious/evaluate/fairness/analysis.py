@@ -45,7 +45,6 @@ from spurious.evaluate.fairness.agreement import (
     counts_from_lists,
     gold_agreement,
     label_entropy,
-    read_label_counts,
 )
 from spurious.evaluate.fairness.families import resolve_families
 from spurious.evaluate.fairness.matrix import accuracy_matrix, correctness
@@ -299,8 +298,11 @@ class Fairness(Analysis):
     def _annotation_counts(self, ctx: RunContext) -> list[dict[str, float] | None] | None:
         ds = ctx.split("eval")
         if self.annotations is not None:
-            by_id = read_label_counts(self.annotations, list(ds.label_names))
-            return [by_id.get(i) for i in ds.ids]
+            from spurious.data.annotations import match_annotations
+
+            # By id, else by text; refused (with the count) when too few examples match,
+            # instead of an agreement of NaN over zero matched rows.
+            return match_annotations(self.annotations, ds).counts
         col = ds.frame.get("annotator_labels")
         if col is None or not col.notna().any():
             return None
