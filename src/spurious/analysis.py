@@ -490,9 +490,9 @@ class VerdictScale:
     - ``p_value`` (a test against a null: shuffled labels, the majority guess, chance)
       above ``alpha`` gives ``"none"``: the effect is not distinguishable from the null;
     - ``interval`` (a 95% interval of the effect, on the thresholds' scale) sets the
-      degree from its *lower* bound; when the interval spans more than one severity, the
-      headline is marked ``inconclusive`` and the verdict says so ("inconclusive at this
-      size");
+      degree from its *lower* bound (at least ``"low"`` when a test also rejects the
+      null); when the interval spans more than one severity, the headline is marked
+      ``inconclusive`` and the verdict says so ("inconclusive at this size");
     - a significant test without an interval gives the point estimate's severity, capped
       at ``"low"``: the test says that there is an effect, not how large it is;
     - neither (a bare point estimate) gives ``"info"``: shown, not judged.
@@ -509,6 +509,8 @@ class VerdictScale:
     ('low', True)
     >>> scale.headline("leakage", 0.2, "0.20", p_value=0.4, null="shuffled labels")["severity"]
     'none'
+    >>> scale.headline("leakage", 0.005, "small", interval=(0.002, 0.008), p_value=0.001)["severity"]
+    'low'
     >>> scale.headline("leakage", 0.2, "0.20")["severity"]
     'info'
     """
@@ -565,6 +567,9 @@ class VerdictScale:
                 note = f"not distinguishable from {null or 'the null'} (p={p_value:.3g})"
             elif lo is not None:
                 severity = self._severity(lo)
+                if severity == "none" and has_p:
+                    # The test rejects the null, so there is an effect, if a small one.
+                    severity = "low"
                 top = self._severity(hi)
                 if SEVERITY_ORDER.index(top) > SEVERITY_ORDER.index(severity):
                     inconclusive = True
