@@ -780,7 +780,11 @@ def test_baseline_parameters_are_checked():
     with pytest.raises(ParameterError, match="baseline_features"):
         AFLite(features=X, baseline_view="hypothesis_only", n_partitions=4).run(ds)
     with pytest.raises(ParameterError, match="n_shuffles"):
-        AFLite(n_shuffles=0).run(ds)
+        AFLite(n_shuffles=-1).run(ds)
+    # n_shuffles=0 (callers that use the filtering alone): no null, an info card.
+    res = AFLite(**{**AFLite.fast_params, "n_shuffles": 0}).run(ds)
+    assert res.headline["severity"] == "info"
+    assert "predictable_share" not in res.metrics
     # A matrix with "auto": reported as predictability only, with the reason.
     res = AFLite(features=np.random.default_rng(0).normal(size=(len(ds), 3)).astype(np.float32),
                  n_partitions=4, train_size=40, slice_size=10, max_rounds=1).run(ds)  # fmt: skip

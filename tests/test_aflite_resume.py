@@ -93,7 +93,9 @@ def test_resume_after_a_crash_in_round_3_is_identical(full, tmp_path):
 def test_finished_checkpoint_is_returned_without_refitting(full, tmp_path):
     ds, X, uninterrupted = full
     AFLite(**_kw(X, checkpoint_dir=tmp_path)).run(ds)
-    again = AFLite(**_kw(X, checkpoint_dir=tmp_path, model=Crashing(crash_at=1))).run(ds)
+    # The filter is not refitted; only the verdict's shuffled-label null is recomputed
+    # (one fit per partition and permutation: 6 here), so the 7th call would be a refit.
+    again = AFLite(**_kw(X, checkpoint_dir=tmp_path, model=Crashing(crash_at=7))).run(ds)
     _same(again, uninterrupted)
 
 

@@ -300,7 +300,7 @@ def _tau_result(tau, lo, hi, p):
     [
         (-0.2, -0.5, 0.0, 0.001, "high", False),  # effect interval [1.0, 1.5]
         (-0.2, -0.5, 0.0, 0.40, "none", False),  # random subsets reorder as much
-        (0.3, -0.5, 0.9, 0.001, "none", True),  # effect [0.1, 1.5]: inconclusive
+        (0.3, -0.5, 0.9, 0.001, "low", True),  # effect [0.1, 1.5], significant: inconclusive
         (0.7, 0.55, 0.8, 0.01, "low", False),  # effect [0.2, 0.45]: low to moderate
         (1.0, 1.0, 1.0, 1.0, "none", False),
     ],

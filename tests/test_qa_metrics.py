@@ -178,13 +178,22 @@ def test_load_predictions_classification_names_and_ids(tmp_path):
         ),
         "nli",
     )  # fmt: skip
-    pd.DataFrame({"id": [3, 1, 2], "label": ["contradiction", 0, "2"]}).to_csv(
+    pd.DataFrame({"id": [3, 1, 2], "prediction": ["contradiction", 0, "2"]}).to_csv(
         tmp_path / "p.csv", index=False
     )
     p = load_predictions(tmp_path / "p.csv", ds)
     assert p.values.tolist() == [0, 2, 2]
     assert example_scores(ds, p).tolist() == [1.0, 0.0, 1.0]
-    pd.DataFrame({"id": [1, 2, 3], "label": ["yes", "no", "no"]}).to_csv(
+    # A column named like the gold label is read only when named (issue 19 item 16).
+    (tmp_path / "p.csv").write_text((tmp_path / "p.csv").read_text().replace("prediction", "label"))
+    with pytest.raises(DataFormatError, match="never read as predictions"):
+        load_predictions(tmp_path / "p.csv", ds)
+    assert load_predictions(tmp_path / "p.csv", ds, value_field="label").values.tolist() == [
+        0,
+        2,
+        2,
+    ]
+    pd.DataFrame({"id": [1, 2, 3], "prediction": ["yes", "no", "no"]}).to_csv(
         tmp_path / "bad.csv", index=False
     )
     with pytest.raises(LabelError, match="unknown label 'yes'"):

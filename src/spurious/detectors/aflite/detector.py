@@ -138,7 +138,9 @@ class AFLite(Detector):
         baseline for SST-2.
     n_shuffles : int, default=1
         Label permutations of the shuffled-label null (AFLite's round 1 partitions,
-        one extra set of fits per permutation and representation).
+        one extra set of fits per permutation and representation). ``0`` skips the null
+        and the baselines: the card then reports predictability only (``info``), as
+        callers that use AFLite's filtering alone do (the fairness analysis).
     random_state : int or None, default=0
         Seed of every random step (partitions, tie-breaks, Gumbel noise).
 
@@ -259,7 +261,7 @@ class AFLite(Detector):
         "n_examples": [Interval(Integral, 0, None, closed="left")],
         "baseline_view": [str, None],
         "baseline_features": [str, object, None],
-        "n_shuffles": [Interval(Integral, 1, None, closed="left")],
+        "n_shuffles": [Interval(Integral, 0, None, closed="left")],
         "random_state": [Interval(Integral, 0, None, closed="left"), None],
     }
 
@@ -380,7 +382,7 @@ class AFLite(Detector):
             f"{m['predictable_share']:.0%} of {unit} predictable (p >= {self.tau}) from the "
             f"{_view_words(self.view)} (shuffled labels: {m['predictable_share_null']:.0%})"
             if "predictable_share" in m
-            else "predictability not compared with shuffled labels (a result of an older version)"
+            else f"{share:.0%} of {unit} predictable; not compared with shuffled labels"
         )
         chosen = evidence.get("chosen")
         label = "adversarial filtering (AFLite)"
@@ -646,7 +648,11 @@ class AFLite(Detector):
             self._filter(
                 state, X, y, n0, codes, t, k, n_target, model, executor, dataset, identity, progress
             )
-            evidence = self._predictability_evidence(ctx, X_tr, y, codes, t, state, executor)
+            evidence = (
+                self._predictability_evidence(ctx, X_tr, y, codes, t, state, executor)
+                if self.n_shuffles > 0
+                else None
+            )
         finally:
             if owns_executor:
                 executor.close()
@@ -1099,8 +1105,11 @@ def _evidence_row(res: dict[str, Any]) -> dict[str, float]:
     return {k: float(res[k]) for k in ("share", "share_null", "effect", "ci_low", "ci_high")}
 
 
-def _add_evidence(out: AnalysisOutput, evidence: dict[str, Any]) -> None:
+def _add_evidence(out: AnalysisOutput, evidence: dict[str, Any] | None) -> None:
     """Metrics and details of the verdict's evidence (see ``_predictability_evidence``)."""
+    if evidence is None:  # n_shuffles=0: no null, no baselines
+        out.details["predictability"] = {"no_baseline_reason": "n_shuffles=0: no null was run"}
+        return
     m = out.metrics
     main = evidence["main"]
     m["predictable_share"], m["predictable_share_null"] = main["share"], main["share_null"]

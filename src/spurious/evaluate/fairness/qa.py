@@ -591,9 +591,11 @@ def run_qa_adversaries(
             stages = np.full(n_eval, -1, dtype=np.int8)
             n_rounds, metrics = [], {}
             for (a, b), (ds_tr, ds_ev) in zip(folds, side, strict=True):
+                # Only the filtering is used; a label permutation would also be meaningless
+                # here (labels index each question's own candidate sentences).
                 res = AFLite(
                     mode="eval", features=(X[a], X[b]), model=model, random_state=int(seed),
-                    **params,
+                    **{"n_shuffles": 0, **params},
                 ).run(ds_tr, ds_ev, progress=False)  # fmt: skip
                 stage = res.scores.set_index("id")["stage"].reindex(ids[b])
                 stages[b - offset] = stage.map({s: i for i, s in enumerate(STAGES)}).to_numpy()
