@@ -30,14 +30,15 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 
 
-def settings():
-    cad = DATA / "cad_snli"
+def settings(data: Path = DATA) -> dict:
+    """name -> () -> (train, scored): the four settings, read from ``data``."""
+    cad = data / "cad_snli"
     return {
         "snli": lambda: (
-            load_dataset(DATA / "snli/test_tokenized.jsonl", "nli", name="snli-test"),
-            load_dataset(DATA / "snli/dev.jsonl", "nli", name="snli-dev"),
+            load_dataset(data / "snli/test_tokenized.jsonl", "nli", name="snli-test"),
+            load_dataset(data / "snli/dev.jsonl", "nli", name="snli-dev"),
         ),
-        "mnli": lambda: load_dataset(DATA / "mnli/dev_matched.jsonl", "nli").split(
+        "mnli": lambda: load_dataset(data / "mnli/dev_matched.jsonl", "nli").split(
             0.3, random_state=0
         ),
         "cad_original": lambda: (

@@ -25,31 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
+from leakage_real import settings  # bench/ is on sys.path when run as a script
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def settings(data: Path) -> dict:
-    """name -> () -> (train, scored), the splits of ``leakage_real.py`` under ``data``."""
-    from spurious import load_dataset
-
-    cad = data / "cad_snli"
-    return {
-        "snli": lambda: (
-            load_dataset(data / "snli/test_tokenized.jsonl", "nli", name="snli-test"),
-            load_dataset(data / "snli/dev.jsonl", "nli", name="snli-dev"),
-        ),
-        "mnli": lambda: load_dataset(data / "mnli/dev_matched.jsonl", "nli").split(
-            0.3, random_state=0
-        ),
-        "cad_original": lambda: (
-            load_dataset(cad / "original/train.tsv", "nli", name="cad-original-train"),
-            load_dataset(cad / "original/test.tsv", "nli", name="cad-original-test"),
-        ),
-        "cad_revised_combined": lambda: (
-            load_dataset(cad / "revised_combined/train.tsv", "nli", name="cad-revised-train"),
-            load_dataset(cad / "revised_combined/test.tsv", "nli", name="cad-revised-test"),
-        ),
-    }
 
 
 def main() -> int:

@@ -156,13 +156,7 @@ def _stat(correct: np.ndarray, rows: np.ndarray, boot: np.ndarray) -> dict[str, 
     per_seed = correct[:, rows].mean(axis=1)
     # Bootstrap rows index the full evaluation split; average correctness over seeds first.
     dist = correct.mean(axis=0)[boot].mean(axis=1)
-    return {
-        "mean": float(per_seed.mean()),
-        "sd_seeds": float(per_seed.std(ddof=1)) if len(per_seed) > 1 else 0.0,
-        "ci_low": float(np.quantile(dist, 0.025)),
-        "ci_high": float(np.quantile(dist, 0.975)),
-        "per_seed": [float(x) for x in per_seed],
-    }
+    return _summary(per_seed, dist)
 
 
 def evaluate_amplified(
@@ -341,13 +335,7 @@ def _paired_drop(
         per_seed = np.full(len(biased), np.nan)
     diff = biased.mean(axis=0) - random.mean(axis=0)
     dist = diff[boot].mean(axis=1) if boot.size else np.array([np.nan])  # paired: same rows
-    return {
-        "mean": float(per_seed.mean()),
-        "sd_seeds": float(per_seed.std(ddof=1)) if len(per_seed) > 1 else 0.0,
-        "ci_low": float(np.quantile(dist, 0.025)),
-        "ci_high": float(np.quantile(dist, 0.975)),
-        "per_seed": [float(x) for x in per_seed],
-    }
+    return _summary(per_seed, dist)
 
 
 def _notes(entry: dict[str, Any], ev: Evaluator, chance: float) -> list[str]:
@@ -400,4 +388,15 @@ def _curve(
         "accuracy": ys,
         "half_gap_target": half,
         "fraction_recovering_half_gap": recover,
+    }
+
+
+def _summary(per_seed: np.ndarray, dist: np.ndarray) -> dict[str, Any]:
+    """Mean and sd over seeds, 95% percentile interval of the bootstrap ``dist``."""
+    return {
+        "mean": float(per_seed.mean()),
+        "sd_seeds": float(per_seed.std(ddof=1)) if len(per_seed) > 1 else 0.0,
+        "ci_low": float(np.quantile(dist, 0.025)),
+        "ci_high": float(np.quantile(dist, 0.975)),
+        "per_seed": [float(x) for x in per_seed],
     }

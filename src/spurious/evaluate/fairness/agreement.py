@@ -10,7 +10,6 @@ examples.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from spurious.data.annotations import read_annotations
 from spurious.exceptions import DataFormatError, ParameterError
 
 __all__ = ["agreement_by_stage", "gold_agreement", "label_entropy", "read_label_counts"]
@@ -103,45 +103,15 @@ def read_label_counts(path: str | Path, label_names: Sequence[str]) -> dict[str,
     >>> read_label_counts(f, ["entailment", "neutral", "contradiction"])
     {'x': {'entailment': 3.0, 'contradiction': 1.0}}
     """
-    path = Path(path)
-    if not path.is_file():
-        raise DataFormatError(f"The 'annotations' file {str(path)!r} does not exist.")
-    initials: dict[str, str] = {}
-    for name in label_names:
-        initials.setdefault(name[:1].lower(), name)
-    ambiguous = {k for k in initials if sum(n[:1].lower() == k for n in label_names) > 1}
-    out: dict[str, dict[str, float]] = {}
-    with path.open(encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataFormatError(f"{path}:{line_no}: not JSON ({e.msg}).") from None
-            key = row.get("id", row.get("uid"))
-            if key is None:
-                raise DataFormatError(f"{path}:{line_no}: no 'id' or 'uid' field.")
-            if "label_counter" in row:
-                counts: dict[str, float] = {}
-                for lab, v in dict(row["label_counter"]).items():
-                    name = str(lab)
-                    if name not in label_names:
-                        k = name[:1].lower()
-                        if k not in initials or k in ambiguous:
-                            raise DataFormatError(
-                                f"{path}:{line_no}: label {name!r} is not one of {list(label_names)}."
-                            )
-                        name = initials[k]
-                    counts[name] = counts.get(name, 0.0) + float(v)
-            elif "annotator_labels" in row:
-                counts = counts_from_lists([row["annotator_labels"]])[0] or {}
-            else:
-                raise DataFormatError(
-                    f"{path}:{line_no}: needs 'label_counter' or 'annotator_labels'."
-                )
-            out[str(key)] = counts
-    return out
+    # One reader for annotation files (formats, label initials, errors naming the row).
+    frame = read_annotations(path, label_names)
+    missing = frame.index[frame["id"].isna()] if len(frame) else []
+    if len(missing):
+        raise DataFormatError(
+            f"{path}: example {int(missing[0]) + 1} has no 'id' or 'uid' field (an id maps "
+            "annotations to rows here; `spurious fairness --annotations` can match by text)."
+        )
+    return dict(zip(frame["id"], frame["counts"], strict=True))
 
 
 def agreement_by_stage(
