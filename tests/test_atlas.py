@@ -137,6 +137,45 @@ def test_planted_cue_is_flagged_in_its_field_only():
     assert head["severity"] in ("moderate", "high") and head["evidence"]["p_value"] < 0.01
 
 
+def test_full_token_table_is_saved_loaded_and_written_beside_the_report(tmp_path):
+    from spurious.report import render
+    from spurious.results import Result
+
+    synth = make_nli_artifacts(n=600, artifact_rate=0.5, random_state=0)
+    result = Atlas().run(synth.dataset, progress=False)
+    tokens = result.tables["tokens"]
+    # Every tested token x present label of both fields; flags agree with the metrics.
+    for field in ("premise", "hypothesis"):
+        rows = tokens[tokens["field"] == field]
+        assert len(rows) == result.details["per_field"][field]["n_tests"]
+        assert rows.groupby("token")["flagged"].any().sum() == result.metrics[
+            f"{field}_n_flagged"
+        ]
+    cue = tokens[(tokens["token"] == "nobody") & (tokens["label"] == "contradiction")]
+    assert len(cue) == 1 and bool(cue["flagged"].iloc[0])
+    # Round trip through the run directory's form.
+    back = Result.load(result.save(tmp_path / "run" / "atlas"))
+    pd.testing.assert_frame_equal(back.tables["tokens"], tokens)
+    # A re-run without the table leaves no stale file behind.
+    result.tables = {}
+    result.save(tmp_path / "run" / "atlas")
+    assert not (tmp_path / "run" / "atlas" / "tables").exists()
+    # A standalone report writes the table where its section links to it.
+    html = render([back], tmp_path / "rep" / "report.html").read_text()
+    assert 'href="atlas/tables/tokens.parquet"' in html
+    beside = pd.read_parquet(tmp_path / "rep" / "atlas" / "tables" / "tokens.parquet")
+    assert len(beside) == len(tokens)
+
+
+def test_bad_table_names_are_refused():
+    from spurious.results import check_tables
+
+    with pytest.raises(DetectorError, match="table names must match"):
+        check_tables({"Tokens.v2": pd.DataFrame()}, "atlas")
+    with pytest.raises(DetectorError, match="expected a pandas.DataFrame"):
+        check_tables({"tokens": [1, 2]}, "atlas")
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_shuffled_labels_flag_nothing(seed):
     ds = _shuffled(make_nli_artifacts(n=1500, artifact_rate=0.8, random_state=seed).dataset, seed)

@@ -38,7 +38,7 @@ from sklearn.base import BaseEstimator
 
 from spurious.exceptions import DetectorError, ParameterError
 from spurious.provenance import Provenance
-from spurious.results import Result, check_marks
+from spurious.results import Result, check_marks, check_tables
 from spurious.utils.io import to_jsonable
 from spurious.utils.registry import Registry
 from spurious.utils.validation import check_params
@@ -149,6 +149,9 @@ class AnalysisOutput:
     fingerprints: dict[str, str] = field(default_factory=dict)
     #: Optional anti-biased marks for every split (see :data:`spurious.results.MARK_COLUMNS`).
     marks: pd.DataFrame | None = None
+    #: Optional dataset-level tables too long for ``details`` (the atlas' every token x
+    #: label): ``{name: frame}``, saved as ``tables/<name>.parquet`` (see ``Result.tables``).
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 #: name -> analysis class, filled by :func:`register_analysis`.
@@ -301,6 +304,7 @@ class Analysis(BaseEstimator):
             summary=out.summary,
             details=to_jsonable(out.details),
             marks=check_marks(out.marks, self.name),
+            tables=check_tables(out.tables, self.name),
         )
         result.headline = to_jsonable(self.headline(result))
         logger.info("%s finished in %.2fs: %s", self.name, elapsed, out.summary)

@@ -7,11 +7,15 @@ On disk (inside a run directory, see ``docs/run-directory.md``)::
     <dir>/result.json      analysis name, status, params, provenance, summary, headline,
                            details
     <dir>/marks.parquet    optional: anti-biased marks for every split (``MARK_COLUMNS``)
+    <dir>/tables/<name>.parquet
+                           optional: dataset-level tables too long for ``details``
+                           (the atlas' statistics of every token x label)
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from spurious._version import __version__
-from spurious.exceptions import ResultLoadError
+from spurious.exceptions import DetectorError, ResultLoadError
 from spurious.provenance import Provenance
 from spurious.utils.io import atomic_write, atomic_write_json, read_json
 
@@ -42,6 +46,9 @@ MARK_COLUMNS = {
 OPTIONAL_MARK_COLUMNS = {
     "score": "How anti-biased (higher = more); the marked ones are the split's top q%.",
 }
+
+#: What a table name may be (it becomes a file name: ``tables/<name>.parquet``).
+TABLE_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 #: The states a result can be in.
 STATUSES = ("ok", "failed", "skipped")
@@ -79,6 +86,11 @@ class Result:
         measured), ``value`` (the headline number, float or None), ``text`` (the figure
         in words), ``verdict`` (a judgement in words) and ``severity`` (``"none"``,
         ``"low"``, ``"moderate"``, ``"high"`` or ``"info"``).
+    marks : pandas.DataFrame or None
+        Anti-biased marks of every split (:data:`MARK_COLUMNS`).
+    tables : dict of str to pandas.DataFrame
+        Dataset-level tables too long for ``details`` (e.g. the atlas' ``"tokens"``:
+        every tested token x label), saved as ``tables/<name>.parquet``.
     """
 
     detector: str
@@ -92,6 +104,7 @@ class Result:
     error: str | None = None
     headline: dict[str, Any] = field(default_factory=dict)
     marks: pd.DataFrame | None = None
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -183,6 +196,7 @@ class Result:
             atomic_write(directory / "marks.parquet", lambda p: marks.to_parquet(p, index=False))
         elif (directory / "marks.parquet").exists():
             (directory / "marks.parquet").unlink()  # a re-run without marks: drop stale ones
+        _save_tables(check_tables(self.tables, self.detector), directory / "tables")
         atomic_write_json(directory / "metrics.json", self.metrics)
         atomic_write_json(
             directory / "result.json",
@@ -259,6 +273,14 @@ class Result:
             marks = pd.read_parquet(marks_path) if marks_path.exists() else None
         except (OSError, ValueError) as e:
             raise ResultLoadError(f"Cannot read marks.parquet in {str(directory)!r}: {e}") from None
+        tables: dict[str, pd.DataFrame] = {}
+        for path in sorted((directory / "tables").glob("*.parquet")):
+            if not TABLE_NAME.fullmatch(path.stem):
+                continue  # not one of ours (Result.save writes only valid names)
+            try:
+                tables[path.stem] = pd.read_parquet(path)
+            except (OSError, ValueError) as e:
+                raise ResultLoadError(f"Cannot read {str(path)!r}: {e}") from None
         return cls(
             detector=meta["detector"],
             scores=scores,
@@ -271,6 +293,7 @@ class Result:
             error=meta.get("error"),
             headline=meta.get("headline") or {},
             marks=check_marks(marks, meta["detector"]) if marks is not None else None,
+            tables=tables,
         )
 
 
@@ -323,3 +346,50 @@ def _major_minor(version: str) -> tuple[int, int]:
 
 #: The name the result type had before analyses other than detectors shared it.
 DetectorResult = Result
+
+
+def check_tables(tables: dict[str, pd.DataFrame] | None, analysis: str) -> dict[str, pd.DataFrame]:
+    """Validate a result's extra tables: names usable as file names, values data frames.
+
+    Raises
+    ------
+    DetectorError
+        A name that is not ``[a-z][a-z0-9_]*`` (at most 64 characters) or a value that is
+        not a :class:`pandas.DataFrame`.
+
+    Examples
+    --------
+    >>> sorted(check_tables({"tokens": pd.DataFrame({"token": ["a"]})}, "atlas"))
+    ['tokens']
+    >>> check_tables({"../x": pd.DataFrame()}, "atlas")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.DetectorError: Analysis 'atlas' returned a table named '../x'; ...
+    """
+    out: dict[str, pd.DataFrame] = {}
+    for name, frame in (tables or {}).items():
+        if not isinstance(name, str) or not TABLE_NAME.fullmatch(name):
+            raise DetectorError(
+                f"Analysis {analysis!r} returned a table named {name!r}; table names must "
+                "match [a-z][a-z0-9_]* (at most 64 characters): they become file names."
+            )
+        if not isinstance(frame, pd.DataFrame):
+            raise DetectorError(
+                f"Analysis {analysis!r} returned table {name!r} as {type(frame).__name__}; "
+                "expected a pandas.DataFrame."
+            )
+        out[name] = frame
+    return out
+
+
+def _save_tables(tables: dict[str, pd.DataFrame], folder: Path) -> None:
+    """Write ``tables`` as ``folder/<name>.parquet``; drop stale tables of an earlier run."""
+    for name, frame in tables.items():
+        folder.mkdir(exist_ok=True)
+        atomic_write(folder / f"{name}.parquet", lambda p, f=frame: f.to_parquet(p, index=False))
+    if folder.is_dir():
+        for path in folder.glob("*.parquet"):
+            if path.stem not in tables and TABLE_NAME.fullmatch(path.stem):
+                path.unlink()
+        if not any(folder.iterdir()):
+            folder.rmdir()

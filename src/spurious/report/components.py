@@ -565,6 +565,18 @@ def full_table_href(result: Result) -> str:
     return FULL_TABLE_PATH.format(name=result.name)
 
 
+def table_href(result: Result, table: str) -> str:
+    """Link, relative to the report, to one of ``result``'s extra tables (``Result.tables``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> table_href(Result("atlas", pd.DataFrame(), {}), "tokens")
+    'atlas/tables/tokens.parquet'
+    """
+    return f"{result.name}/tables/{table}.parquet"
+
+
 def full_table_block(result: Result) -> Markup:
     """One line linking the section's full per-example table (Parquet beside the report).
 
@@ -578,16 +590,32 @@ def full_table_block(result: Result) -> Markup:
     True
     """
     scores = result.scores
-    if scores is None or scores.empty:
-        return Markup("")
-    return render_fragment(
-        '<p class="muted full-table">Full per-example table: '
-        '<a href="{{ href }}">{{ href }}</a> ({{ "{:,}".format(n) }} rows, {{ c }} columns; '
-        'Parquet beside the report, e.g. <code>pandas.read_parquet("{{ href }}")</code>).</p>',
-        href=full_table_href(result),
-        n=len(scores),
-        c=scores.shape[1],
-    )
+    parts = []
+    if scores is not None and not scores.empty:
+        parts.append(
+            render_fragment(
+                '<p class="muted full-table">Full per-example table: '
+                '<a href="{{ href }}">{{ href }}</a> ({{ "{:,}".format(n) }} rows, {{ c }} '
+                "columns; Parquet beside the report, e.g. "
+                '<code>pandas.read_parquet("{{ href }}")</code>).</p>',
+                href=full_table_href(result),
+                n=len(scores),
+                c=scores.shape[1],
+            )
+        )
+    for name, frame in sorted((result.tables or {}).items()):
+        parts.append(
+            render_fragment(
+                '<p class="muted full-table">Full {{ name }} table: '
+                '<a href="{{ href }}">{{ href }}</a> ({{ "{:,}".format(n) }} rows, {{ c }} '
+                "columns; Parquet beside the report).</p>",
+                name=name,
+                href=table_href(result, name),
+                n=len(frame),
+                c=frame.shape[1],
+            )
+        )
+    return Markup("").join(parts)
 
 
 def kv_table(

@@ -27,7 +27,13 @@ from markupsafe import Markup
 
 from spurious._version import __version__
 from spurious.exceptions import ResultLoadError
-from spurious.report.components import callout, format_number, full_table_href, render_fragment
+from spurious.report.components import (
+    callout,
+    format_number,
+    full_table_href,
+    render_fragment,
+    table_href,
+)
 from spurious.report.overview import ReportEntry, build_overview, render_overview
 from spurious.report.sections import build_section, error_section
 from spurious.results import Result
@@ -497,7 +503,8 @@ def _write_full_tables(results: Sequence[Result], folder: Path) -> None:
     """
     names = [r.name for r in results]
     for r in results:
-        if r.scores is None or r.scores.empty:
+        has_scores = r.scores is not None and not r.scores.empty
+        if not has_scores and not r.tables:
             continue
         if names.count(r.name) > 1:
             logger.warning(
@@ -507,6 +514,11 @@ def _write_full_tables(results: Sequence[Result], folder: Path) -> None:
                 full_table_href(r),
             )
             continue
-        atomic_write(
-            folder / full_table_href(r), lambda f, r=r: r.scores.to_parquet(f, index=False)
-        )
+        if has_scores:
+            atomic_write(
+                folder / full_table_href(r), lambda f, r=r: r.scores.to_parquet(f, index=False)
+            )
+        for name, frame in (r.tables or {}).items():
+            path = folder / table_href(r, name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, lambda f, t=frame: t.to_parquet(f, index=False))

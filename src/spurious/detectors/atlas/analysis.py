@@ -21,6 +21,7 @@ Deviations from the papers (docs/methods/atlas.md):
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
@@ -46,7 +47,7 @@ from spurious.utils.validation import Interval, StrOptions
 #: Fewest examples the atlas runs on (below it no token can pass a corrected z test).
 MIN_EXAMPLES = 10
 
-__all__ = ["Atlas", "FieldAtlas", "atlas_from_counts", "field_atlas"]
+__all__ = ["Atlas", "FieldAtlas", "atlas_from_counts", "field_atlas", "token_table"]
 
 
 @dataclasses.dataclass
@@ -217,6 +218,45 @@ def _gold_cue(fa: FieldAtlas, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         score[rows] = best
         token[rows] = np.where(best > 0, arg, -1)
     return score, token
+
+
+def token_table(fa: FieldAtlas, label_names: Sequence[str]) -> pd.DataFrame:
+    """Every tested (token, label) of one field, long format: the atlas' full table.
+
+    Columns as :func:`_record`'s keys (``field``, ``token``, ``label``, ``n``,
+    ``n_label``, ``p_hat``, ``z``, ``p_value``, ``p_bonferroni``, ``p_bh``, ``pmi``,
+    ``flagged``); labels absent from the data are left out. Saved by the analysis as
+    ``tables/tokens.parquet``.
+
+    Examples
+    --------
+    >>> texts = ["no dog", "no cat", "a dog", "a cat"] * 10
+    >>> fa = field_atlas(texts, np.array([1, 1, 0, 0] * 10), 2, min_count=1)
+    >>> t = token_table(fa, ["pos", "neg"])
+    >>> t.loc[t.flagged, ["token", "label"]].values.tolist()
+    [['a', 'pos'], ['no', 'neg']]
+    """
+    n_tokens, n_labels = fa.z.shape
+    j = np.repeat(np.arange(n_tokens), n_labels)
+    c = np.tile(np.arange(n_labels), n_tokens)
+    present = np.isfinite(fa.p0)[c]
+    j, c = j[present], c[present]
+    return pd.DataFrame(
+        {
+            "field": pd.Series([fa.field] * len(j), dtype="string"),
+            "token": pd.Series(fa.vocabulary[j].astype(str), dtype="string"),
+            "label": pd.Categorical.from_codes(c, categories=list(label_names)),
+            "n": fa.n[j].astype(np.int64),
+            "n_label": fa.n_by_label[j, c].astype(np.int64),
+            "p_hat": fa.p_hat[j, c],
+            "z": fa.z[j, c],
+            "p_value": fa.p_value[j, c],
+            "p_bonferroni": fa.p_bonferroni[j, c],
+            "p_bh": fa.p_bh[j, c],
+            "pmi": fa.pmi[j, c],
+            "flagged": fa.flagged[j, c],
+        }
+    )
 
 
 def _record(fa: FieldAtlas, j: int, c: int, label_names: tuple[str, ...]) -> dict[str, Any]:
@@ -430,6 +470,7 @@ class Atlas(Detector):
         # (the same permutation for every field). It should flag ~nothing.
         y_null = np.random.default_rng(self.random_state).permutation(y)
         n_null = 0
+        token_tables: list[pd.DataFrame] = []
         for field in fields:
             texts = ds.texts(field)
             counts, vocab = count_tokens(
@@ -473,6 +514,7 @@ class Atlas(Detector):
             metrics[f"{field}_share_flagged"] = float((n_flag_ex > 0).mean()) if len(ds) else 0.0
             metrics[f"{field}_share_gold_cue"] = float((cue > 0).mean()) if len(ds) else 0.0
             details["per_field"][field] = self._field_details(fa, texts, ds, y, names)
+            token_tables.append(token_table(fa, names))
         n = len(ds)
         share = float(any_flag.mean()) if n else 0.0
         lo, hi = wilson_interval(int(any_flag.sum()), n)
@@ -489,6 +531,7 @@ class Atlas(Detector):
         scores["atlas_token"] = best_token
         scores["atlas_score"] = best_score
         scores["is_atlas_issue"] = best_score > 0
+        tables = {"tokens": pd.concat(token_tables, ignore_index=True)} if token_tables else {}
         per_field = ", ".join(
             f"{f} {metrics[f'{f}_n_flagged']}/{metrics[f'{f}_n_tested']}" for f in fields
         )
@@ -497,7 +540,9 @@ class Atlas(Detector):
             f"{share:.1%} of examples hold one"
             + (f"; {n_null} with shuffled labels" if self.shuffled_control else "")
         )
-        return AnalysisOutput(scores=scores, metrics=metrics, summary=summary, details=details)
+        return AnalysisOutput(
+            scores=scores, metrics=metrics, summary=summary, details=details, tables=tables
+        )
 
     def _field_details(
         self,
