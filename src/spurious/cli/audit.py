@@ -90,6 +90,34 @@ def fail_on_option(f: Any) -> Any:
 )
 @options.seed_option()
 @fail_on_option
+@options.opt(
+    "--canary",
+    "After the audit, plant shortcuts of graded strength into copies of DATA and measure "
+    "from which strength each analysis detects them, with the audit's analyses, "
+    "parameters and seed (as 'spurious canary'; docs/methods/canary.md). Written to "
+    "OUT/canary/ and shown in the report; the exit status and --fail-on read the audit's "
+    "own results only. It re-runs the analyses once per planted copy (17 times for a "
+    "two-field task with the default rates): pair it with --quick or --only.",
+    is_flag=True,
+)
+@options.opt(
+    "--canary-rate",
+    "With --canary: share of the label's examples that carry a plant, in (0, 1], "
+    "repeatable (default: 0.005 0.02 0.05 0.2).",
+    dest="canary_rates",
+    type=click.FloatRange(0, 1, min_open=True),
+    multiple=True,
+    metavar="RATE",
+)
+@options.opt(
+    "--canary-background",
+    "With --canary: plant into the same texts with permuted labels (shuffled, the "
+    "default: no real shortcut is left, so the unplanted copy is clean and every "
+    "detection is decided) or into the data as they are (own: where the audit already "
+    "flags the data, a plant can only escalate the verdict).",
+    type=click.Choice(["shuffled", "own"]),
+    default=None,
+)
 @options.out_option("audit")
 def audit(
     data: Path,
@@ -108,6 +136,9 @@ def audit(
     overrides: tuple[str, ...],
     seed: int,
     fail_on: str | None,
+    canary: bool,
+    canary_rates: tuple[float, ...],
+    canary_background: str | None,
     out: Path | None,
     force: bool,
 ) -> None:
@@ -125,9 +156,11 @@ def audit(
       spurious audit train.jsonl --task nli --eval dev.jsonl --out runs/audit
       spurious audit dev-v1.1.json --task qa --predictions preds/*.json
       spurious audit dev.jsonl --task nli --quick --fail-on moderate   # CI gate
+      spurious audit train.jsonl --task nli --quick --canary   # what would it detect?
     """
     from spurious.runner import audit_plan
 
+    _check_canary_options(task, canary, canary_rates, canary_background)
     profile = "quick" if quick else "full"
     plan = audit_plan(
         profile=profile,
@@ -166,8 +199,88 @@ def audit(
         on_result=output.result_line,
         before_run=intro,
         force=force,
+        report=not canary,  # rendered once the canary's files exist
     )
-    output.finish(run, fail_on=_level(fail_on))
+    if not canary:
+        output.finish(run, fail_on=_level(fail_on))
+        return
+    from spurious.report import render_report
+
+    output.summary_table(run.results)
+    try:
+        background = canary_background or "shuffled"
+        _run_canary(run, profile=profile, rates=canary_rates, background=background, seed=seed)
+    finally:
+        run.report = render_report(run.out)
+    output.outputs(run)
+    # The gate and the exit status read the audit's results (run.results) only.
+    output.exit_status(run, _level(fail_on))
+
+
+def _check_canary_options(
+    task: str, canary: bool, rates: tuple[float, ...], background: str | None
+) -> None:
+    """Bad canary options stop the audit before anything runs (exit 2)."""
+    from spurious.data.tasks import get_task
+
+    if not canary:
+        for flag, given in (("--canary-rate", rates), ("--canary-background", background)):
+            if given:
+                raise click.BadParameter("needs --canary.", param_hint=flag)
+    elif not get_task(task).has_labels:
+        raise click.BadParameter(
+            f"the canary plants shortcuts that point to a label; task {task!r} has no labels.",
+            param_hint="--canary",
+        )
+
+
+def _run_canary(
+    run: Any, *, profile: str, rates: tuple[float, ...], background: str, seed: int
+) -> None:
+    """``spurious canary`` on the audit's training data with the audit's plan, into
+    ``<run>/canary/``; a failure is printed and leaves the audit's results and exit
+    status alone (the audit ran and was written; the canary is a separate measurement)."""
+    from spurious.canary import DEFAULT_RATES, run_canary
+    from spurious.utils.io import read_json
+
+    data = run.context.train
+    rates = rates or DEFAULT_RATES
+    click.echo(
+        f"\ncanary ({background} background): {len(data):,} examples; rates: "
+        + ", ".join(f"{r:.1%}" for r in rates)
+    )
+    try:
+        result = run_canary(
+            data,
+            analyses=run.config["analyses"],
+            profile=profile,
+            rates=rates,
+            background=background,
+            random_state=seed,
+            progress=lambda line: click.echo(f"  {line}", err=True),
+        )
+    except Exception as e:  # the audit stands: report the canary's error, keep going
+        click.secho(
+            f"error: canary: {e} (the audit's results and exit status are unaffected)",
+            fg="red",
+            err=True,
+        )
+        return
+    # Which run it measured: the report warns when a canary/ folder is from another run.
+    result.config["run"] = {
+        "created": read_json(run.out / "manifest.json").get("created"),
+        "fingerprint": data.fingerprint,
+    }
+    for name, why in result.skipped.items():
+        click.echo(f"skipped {name}: {why}")
+    click.echo(result.format_table())
+    for line in result.sentences():
+        click.echo(line)
+    paths = result.save(run.out / "canary")
+    click.echo(
+        f"canary: took {result.timings.get('total_s', 0):.0f} s; wrote "
+        + ", ".join(map(str, paths.values()))
+    )
 
 
 def _level(fail_on: str | None) -> str | None:

@@ -27,6 +27,7 @@ from markupsafe import Markup
 
 from spurious._version import __version__
 from spurious.exceptions import ResultLoadError
+from spurious.report.canary import canary_block
 from spurious.report.components import (
     callout,
     format_number,
@@ -237,7 +238,9 @@ def _result_folders(run_dir: Path, order: list[str]) -> list[Path]:
 
 
 #: Element ids the page itself uses; a section never takes one of them.
-_PAGE_IDS = frozenset({"top", "findings", "findings-title", "sections", "run", "run-title"})
+_PAGE_IDS = frozenset(
+    {"top", "findings", "findings-title", "sections", "canary", "canary-title", "run", "run-title"}
+)
 
 
 def _slug(text: str, used: set[str]) -> str:
@@ -329,9 +332,14 @@ def _run_context(
 # Page
 # ---------------------------------------------------------------------------------------
 def _page(
-    name: str, manifest: Mapping[str, Any], entries: list[ReportEntry], warnings: list[str]
+    name: str,
+    manifest: Mapping[str, Any],
+    entries: list[ReportEntry],
+    warnings: list[str],
+    canary: Markup | None = None,
 ) -> str:
-    """The complete HTML document for ``entries`` (in page order)."""
+    """The complete HTML document for ``entries`` (in page order); ``canary`` is the
+    canary block (:mod:`spurious.report.canary`), shown after the sections."""
     used: set[str] = set()
     for e in entries:
         e.anchor = _slug(e.name, used)
@@ -354,6 +362,7 @@ def _page(
             counts=overview.counts,
             n_analyses=n,
             warnings=warnings,
+            canary=canary or Markup(""),
             version=__version__,
             csp=_CSP,
             script=Markup(_SORT_JS),  # our own constant, not data; its hash is in the CSP
@@ -390,7 +399,8 @@ def build_report_html(run_dir: str | Path) -> str:
     order = [str(d) for d in listed] if isinstance(listed, list) else []
     expected = _manifest_fingerprints(manifest)
     entries = [_load_entry(folder, expected) for folder in _result_folders(run_dir, order)]
-    return _page(run_dir.resolve().name, manifest, entries, warnings)
+    canary = canary_block(run_dir, manifest)
+    return _page(run_dir.resolve().name, manifest, entries, warnings, canary)
 
 
 def render_report(run_dir: str | Path) -> Path:
