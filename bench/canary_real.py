@@ -72,6 +72,14 @@ def settings() -> dict[str, dict]:
             "plants": short,
             "sizes": (2000,),
         },
+        # For the analyses that take minutes per copy (run with --analyses aflite
+        # cartography minority peco): one token plant at two rates on 2,000 pairs.
+        "snli_slow_n2000": {
+            "data": snli,
+            "background": "shuffled",
+            "plants": [{"kind": "token", "field": "hypothesis", "rates": (0.05, 0.2)}],
+            "sizes": (2000,),
+        },
     }
 
 

@@ -69,6 +69,22 @@ def test_audit_canary_keeps_a_clean_exit_code(train, tmp_path):
     assert (tmp_path / "run" / "canary" / "canary.json").exists()
 
 
+def test_a_failed_canary_exits_1_and_keeps_the_audit(train, tmp_path, monkeypatch):
+    import spurious.canary
+
+    def boom(*args, **kwargs):
+        raise ValueError("planted token already occurs")
+
+    monkeypatch.setattr(spurious.canary, "run_canary", boom)
+    res = _audit(train, tmp_path / "run", "--canary", "--fail-on", "low")
+    # Exit 1 (a failure) takes precedence over the gate's 3, as for a failed analysis.
+    assert res.exit_code == 1, res.output
+    assert "canary: planted token already occurs" in res.output
+    assert (tmp_path / "run" / "atlas" / "result.json").exists()
+    assert (tmp_path / "run" / "report.html").exists()
+    assert not (tmp_path / "run" / "canary").exists()
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [

@@ -209,12 +209,15 @@ def audit(
     output.summary_table(run.results)
     try:
         background = canary_background or "shuffled"
-        _run_canary(run, profile=profile, rates=canary_rates, background=background, seed=seed)
+        error = _run_canary(
+            run, profile=profile, rates=canary_rates, background=background, seed=seed
+        )
     finally:
         run.report = render_report(run.out)
     output.outputs(run)
-    # The gate and the exit status read the audit's results (run.results) only.
-    output.exit_status(run, _level(fail_on))
+    # The gate reads the audit's results (run.results) only; a failed canary is a failure
+    # (exit 1, as a failed analysis), since OUT/canary/ is missing.
+    output.exit_status(run, _level(fail_on), also_failed=[error] if error else [])
 
 
 def _check_canary_options(
@@ -236,10 +239,10 @@ def _check_canary_options(
 
 def _run_canary(
     run: Any, *, profile: str, rates: tuple[float, ...], background: str, seed: int
-) -> None:
+) -> str | None:
     """``spurious canary`` on the audit's training data with the audit's plan, into
-    ``<run>/canary/``; a failure is printed and leaves the audit's results and exit
-    status alone (the audit ran and was written; the canary is a separate measurement)."""
+    ``<run>/canary/``. Returns the canary's error, or None: a failure leaves the audit's
+    results (already written) alone and makes the exit status 1."""
     from spurious.canary import DEFAULT_RATES, run_canary
     from spurious.utils.io import read_json
 
@@ -259,13 +262,8 @@ def _run_canary(
             random_state=seed,
             progress=lambda line: click.echo(f"  {line}", err=True),
         )
-    except Exception as e:  # the audit stands: report the canary's error, keep going
-        click.secho(
-            f"error: canary: {e} (the audit's results and exit status are unaffected)",
-            fg="red",
-            err=True,
-        )
-        return
+    except Exception as e:  # the audit's results stand; the caller reports the error
+        return f"canary: {e} (the audit's results are written)"
     # Which run it measured: the report warns when a canary/ folder is from another run.
     result.config["run"] = {
         "created": read_json(run.out / "manifest.json").get("created"),
@@ -281,6 +279,7 @@ def _run_canary(
         f"canary: took {result.timings.get('total_s', 0):.0f} s; wrote "
         + ", ".join(map(str, paths.values()))
     )
+    return None
 
 
 def _level(fail_on: str | None) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import click
@@ -65,15 +65,22 @@ def outputs(run: Any) -> None:
         click.echo(f"results: {run.out}/<analysis>/metrics.json, scores.parquet")
 
 
-def exit_status(run: Any, fail_on: str | None = None) -> None:
+def exit_status(run: Any, fail_on: str | None = None, also_failed: Sequence[str] = ()) -> None:
     """Exit 1 when an analysis failed (the results of the others are written); with
-    ``fail_on``, exit 3 when a finding reaches that severity (the CI gate)."""
+    ``fail_on``, exit 3 when a finding reaches that severity (the CI gate).
+
+    ``also_failed``: errors of steps beside the analyses (the audit's canary), printed
+    and counted as failures (exit 1), since the outputs they promised are missing.
+    """
     from spurious.gate import run_findings
     from spurious.schema import GATE_EXIT_CODE
 
     failed = [n for n, r in run.results.items() if r.status == "failed"]
     for n in failed:
         click.secho(f"error: {n}: {run.results[n].error}", fg="red", err=True)
+    for message in also_failed:
+        click.secho(f"error: {message}", fg="red", err=True)
+    failed += list(also_failed)
     gated = run_findings(run.results, fail_on) if fail_on else []
     for n, head in gated:
         click.secho(
