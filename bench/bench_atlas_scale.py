@@ -15,6 +15,8 @@ the steadier number.
 ``--analysis associations`` times the model-free associations instead: the heuristics
 alone (computed once, and cached on disk as a run does), then ``Associations().run``
 (which reads them from that cache: its CPU time is the tests and the properties).
+``--analysis pvi`` times partial_input (tf-idf, out of fold) and then PVI reusing its
+probabilities, as an audit runs them.
 
 Usage::
 
@@ -70,6 +72,34 @@ def one(n: int, bigrams: bool, analysis: str = "atlas", n_permutations: int = 10
             "n_significant": int(result.metrics["n_significant"]),
             "summary": result.summary,
         }
+    if analysis == "pvi":
+        from spurious.context import RunContext
+        from spurious.detectors.partial_input import PartialInput
+        from spurious.detectors.pvi import PVI
+
+        # PVI's g_x are partial_input's out-of-fold probabilities when both run (as in
+        # an audit): time the probes and PVI's own work (the V-information intervals,
+        # per-label tables, examples) apart.
+        ctx = RunContext(ds, None, progress=False)
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        ctx.results["partial_input"] = PartialInput().run(context=ctx)
+        pi_wall, pi_cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        result = PVI().run(context=ctx)
+        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        return {
+            "n": n,
+            "analysis": analysis,
+            "dataset_build_s": round(build_s, 2),
+            "partial_input_wall_s": round(pi_wall, 2),
+            "partial_input_cpu_s": round(pi_cpu, 2),
+            "pvi_wall_s_reusing_partial_input": round(wall, 2),
+            "pvi_cpu_s_reusing_partial_input": round(cpu, 2),
+            "reused": bool(result.details.get("reused_partial_input")),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "v_info_hypothesis_only": round(result.metrics["v_info_hypothesis_only"], 4),
+            "summary": result.summary,
+        }
     wall0, cpu0 = time.perf_counter(), time.process_time()
     result = Atlas(bigrams=bigrams).run(ds, progress=False)
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
@@ -94,7 +124,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--bigrams", action="store_true")
-    parser.add_argument("--analysis", choices=("atlas", "associations"), default="atlas")
+    parser.add_argument("--analysis", choices=("atlas", "associations", "pvi"), default="atlas")
     parser.add_argument("--n-permutations", type=int, default=1000)
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=OUT)
@@ -110,6 +140,8 @@ def main() -> int:
     key = "bigrams" if args.bigrams else "unigrams"
     if args.analysis == "associations":
         key = f"associations_{args.n_permutations}_permutations"
+    elif args.analysis == "pvi":
+        key = "pvi"
     runs = results.setdefault(key, {})
     for n in args.sizes:
         cmd = [sys.executable, __file__, "--one", str(n), "--analysis", args.analysis]
