@@ -51,6 +51,7 @@ from spurious.analysis import (
     register_analysis,
 )
 from spurious.context import RunContext
+from spurious.evaluate.prediction_bias.search import MIN_SAMPLE_SIZE, adapted_sample_size
 from spurious.exceptions import DetectorError, ParameterError
 from spurious.models.debias.bias import (
     fit_bias_model,
@@ -839,13 +840,9 @@ def _sample_size(attribute: Any) -> int:
     """
     a = np.asarray(attribute, dtype=float)
     a = a[np.isfinite(a)]
-    size = min(400, max(10, a.size // 10))
-    _, counts = np.unique(a, return_counts=True)
-    below = np.cumsum(counts)[:-1]  # examples at or below each candidate cut
-    if below.size:
-        best = int(np.max(np.minimum(below, a.size - below)))
-        size = min(size, max(10, best // 2))
-    return size
+    size = min(400, max(MIN_SAMPLE_SIZE, a.size // 10))
+    # The rule `spurious bias` uses too; no split at all: the smallest size (undefined bias).
+    return adapted_sample_size(a, size) or MIN_SAMPLE_SIZE
 
 
 def _bias_at(correct, attribute, threshold, n_trials, seed) -> float:
