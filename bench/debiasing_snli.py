@@ -65,7 +65,8 @@ def snli(seeds: int, cross_bias: bool, epochs: int, hard_subset: str | None) -> 
         train,
         eval=dev,
         analyses={"debiasing": params},
-        out=ROOT / "runs" / "debiasing-snli",
+        # Another configuration, another run directory (a run never mixes two).
+        out=ROOT / "runs" / ("debiasing-snli-cross" if cross_bias else "debiasing-snli"),
         progress=False,
     )
     res = run["debiasing"]
