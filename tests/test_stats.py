@@ -105,3 +105,19 @@ def test_paired_bootstrap_interval_and_safe_ratio() -> None:
     )
     assert (est, lo, hi) == (0.5, 0.5, 0.5)
     assert np.isnan(safe_ratio(1.0, 0.0))
+
+
+@pytest.mark.parametrize("fn", ["bootstrap_interval", "bootstrap_of_means"])
+def test_large_bootstraps_run_in_batches_with_the_same_interval(monkeypatch, fn):
+    import spurious.stats.bootstrap as boot
+
+    x = np.random.default_rng(0).normal(size=5000)  # continuous: resamples the rows
+    stat = (lambda a, axis=-1: a.mean(axis=axis)) if fn == "bootstrap_interval" else (lambda m: m)
+    whole = getattr(boot, fn)(stat, [x], n_resamples=400, random_state=1)
+    monkeypatch.setattr(boot, "_MAX_RESAMPLED", 5000 * 7)  # batches of 7 resamples
+    batched = getattr(boot, fn)(stat, [x], n_resamples=400, random_state=1)
+    assert batched[0] == whole[0]
+    se = x.std() / np.sqrt(len(x))
+    # Same bootstrap law, drawn in pieces: the bounds agree within Monte-Carlo error.
+    assert abs(batched[1] - whole[1]) < 0.5 * se and abs(batched[2] - whole[2]) < 0.5 * se
+    assert batched[1] < x.mean() < batched[2]

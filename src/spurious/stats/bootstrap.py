@@ -68,6 +68,7 @@ def bootstrap_interval(
             arrays,
             statistic,
             n_resamples=n_resamples,
+            batch=_batch(n_resamples, len(arrays[0]) if arrays else 0),
             vectorized=True,
             paired=True,
             confidence_level=confidence,
@@ -75,6 +76,25 @@ def bootstrap_interval(
             rng=np.random.default_rng(random_state),
         )
     return estimate, float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+#: Most resampled values held at once (resamples x examples): 50M, ~400 MB of float64
+#: (plus as many indices). A bootstrap of 1,000 resamples of 1M examples would otherwise
+#: hold 8 GB; below this size everything is drawn in one batch, as before.
+_MAX_RESAMPLED = 50_000_000
+
+
+def _batch(n_resamples: int, n: int) -> int | None:
+    """Resamples per batch so that ``batch x n`` stays under ``_MAX_RESAMPLED``; None: all.
+
+    Examples
+    --------
+    >>> _batch(1000, 10_000) is None, _batch(1000, 1_000_000), _batch(10, 10**9)
+    (True, 50, 1)
+    """
+    if n_resamples * n <= _MAX_RESAMPLED:
+        return None
+    return max(1, _MAX_RESAMPLED // max(n, 1))
 
 
 #: Above this many distinct joint outcomes, counting them saves nothing over resampling
@@ -155,8 +175,13 @@ def bootstrap_of_means(
         draws = rng.multinomial(n, counts / n, size=n_resamples)  # (B, outcomes)
         means = (draws @ values) / n
     else:
-        idx = rng.integers(0, n, size=(n_resamples, n))
-        means = np.stack([a[idx].mean(axis=1) for a in arrays], axis=1)
+        # Resamples in batches of at most _MAX_RESAMPLED values (memory); one batch below.
+        batch = _batch(n_resamples, n) or n_resamples
+        parts = []
+        for start in range(0, n_resamples, batch):
+            idx = rng.integers(0, n, size=(min(batch, n_resamples - start), n))
+            parts.append(np.stack([a[idx].mean(axis=1) for a in arrays], axis=1))
+        means = np.concatenate(parts)
     with np.errstate(divide="ignore", invalid="ignore"):
         theta = np.asarray(statistic(*means.T), dtype=np.float64)
     alpha = (1.0 - confidence) / 2.0
