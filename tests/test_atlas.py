@@ -172,7 +172,7 @@ def test_bad_table_names_are_refused():
 
     with pytest.raises(DetectorError, match="table names must match"):
         check_tables({"Tokens.v2": pd.DataFrame()}, "atlas")
-    with pytest.raises(DetectorError, match="expected a pandas.DataFrame"):
+    with pytest.raises(DetectorError, match=r"expected a pandas\.DataFrame"):
         check_tables({"tokens": [1, 2]}, "atlas")
 
 
