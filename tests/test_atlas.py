@@ -148,9 +148,7 @@ def test_full_token_table_is_saved_loaded_and_written_beside_the_report(tmp_path
     for field in ("premise", "hypothesis"):
         rows = tokens[tokens["field"] == field]
         assert len(rows) == result.details["per_field"][field]["n_tests"]
-        assert rows.groupby("token")["flagged"].any().sum() == result.metrics[
-            f"{field}_n_flagged"
-        ]
+        assert rows.groupby("token")["flagged"].any().sum() == result.metrics[f"{field}_n_flagged"]
     cue = tokens[(tokens["token"] == "nobody") & (tokens["label"] == "contradiction")]
     assert len(cue) == 1 and bool(cue["flagged"].iloc[0])
     # Round trip through the run directory's form.
