@@ -122,6 +122,8 @@ def test_read_label_counts_chaosnli(tmp_path):
     f.write_text(json.dumps({"uid": "x", "label_counter": {"q": 1}}) + "\n")
     with pytest.raises(ValueError, match="'q'"):
         read_label_counts(f, ["entailment", "neutral", "contradiction"])
+    f.write_text("\n")
+    assert read_label_counts(f, ["entailment", "neutral", "contradiction"]) == {}
     f.write_text(json.dumps({"annotator_labels": ["neutral"]}) + "\n")
     with pytest.raises(ValueError, match="example 1 has no 'id'"):
         read_label_counts(f, ["entailment", "neutral", "contradiction"])

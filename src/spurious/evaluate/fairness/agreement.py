@@ -105,7 +105,9 @@ def read_label_counts(path: str | Path, label_names: Sequence[str]) -> dict[str,
     """
     # One reader for annotation files (formats, label initials, errors naming the row).
     frame = read_annotations(path, label_names)
-    missing = frame.index[frame["id"].isna()] if len(frame) else []
+    if frame.empty:
+        return {}
+    missing = frame.index[frame["id"].isna()]
     if len(missing):
         raise DataFormatError(
             f"{path}: example {int(missing[0]) + 1} has no 'id' or 'uid' field (an id maps "
