@@ -11,6 +11,10 @@ from spurious.cli import options
 
 PRECISION_CHOICE = click.Choice(["auto", "bf16", "fp16", "fp32"])
 SOURCE_CHOICE = click.Choice(["forward", "pass"])
+#: ``--loss`` names: ce is the engine's plain cross-entropy; the others its debiasing losses.
+LOSS_CHOICE = click.Choice(
+    ["ce", "poe", "learned_mixin", "learned_mixin_h", "conf_reg", "reweight"]
+)
 
 
 @click.command("train")
@@ -66,6 +70,44 @@ SOURCE_CHOICE = click.Choice(["forward", "pass"])
     type=float,
 )
 @options.opt(
+    "--loss",
+    "Training objective: ce (plain cross-entropy), or a debiasing objective against the "
+    "--bias model: poe (product of experts), learned_mixin, learned_mixin_h (with an "
+    "entropy penalty), conf_reg (confidence regularization; also a --teacher), reweight.",
+    type=LOSS_CHOICE,
+    default="ce",
+)
+@options.opt(
+    "--bias",
+    "The bias model of a debiasing --loss: partial:<view> (e.g. partial:hypothesis_only), "
+    "heuristic:<name>, shallow, or file:<path> (probabilities keyed by id). Scored "
+    "out-of-fold on the training rows; partial:<view> is early-stopped and calibrated.",
+    metavar="SPEC",
+)
+@options.opt(
+    "--bias-features",
+    "Features of the --bias model (minilm, bow, tfidf ...; unused by file:<path>).",
+    default="minilm",
+)
+@options.opt(
+    "--bias-rescale",
+    "Squeeze the bias probabilities into <0; X> (default: 0.8 for learned_mixin(_h), "
+    "0.9 for conf_reg, none for the others, as the debiasing analysis).",
+    type=float,
+)
+@options.opt(
+    "--entropy-weight",
+    "LearnedMixin+H's entropy penalty (default: 0.4 * ln C / ln 384 for C classes).",
+    type=float,
+)
+@options.opt(
+    "--teacher",
+    "conf_reg's teacher: a 'spurious train' output folder (its model predicts the "
+    "training rows) or a probabilities file keyed by id (as file:<path>). Default: a "
+    "plain fine-tune with the same settings, trained first into OUT/teacher.",
+    type=click.Path(exists=True, path_type=Path),
+)
+@options.opt(
     "--resume", "Continue an interrupted fine-tune in --out from its last checkpoint.", is_flag=True
 )
 @options.opt("--keep-checkpoints", "Keep the per-epoch checkpoints after success.", is_flag=True)
@@ -94,6 +136,12 @@ def train(
     warmup_fraction: float | None,
     resume: bool,
     keep_checkpoints: bool,
+    loss: str,
+    bias: str | None,
+    bias_features: str,
+    bias_rescale: float | None,
+    entropy_weight: float | None,
+    teacher: Path | None,
     field_map: tuple[str, ...],
     fmt: str | None,
     seed: int,
@@ -107,10 +155,15 @@ def train(
     prediction, correctness, logits) and OUT/metrics.json (history per epoch, final
     metrics), each atomically. Use the model as features with
     --features finetuned:OUT in 'spurious aflite' and 'spurious leakage'.
+
+    With a debiasing --loss the model trains against a --bias model's probabilities
+    (and, for conf_reg, a --teacher's); OUT/metrics.json then also holds a 'debiasing'
+    block: the objective, the bias spec and the bias model's calibration figures.
     """
     from spurious.models.finetune import FineTuneConfig, fine_tune, warmup_split
     from spurious.runner import load_inputs
 
+    check_debiasing(loss, bias, bias_rescale, entropy_weight, teacher, warmup_fraction)
     cfg = FineTuneConfig(
         model=model,
         view=view,
@@ -143,9 +196,25 @@ def train(
         + (f", eval: {len(eval_ds):,}" if eval_ds is not None else "")
         + f"; view {view}, model {model}, {epochs} epoch(s) -> {out}"
     )
+    side: dict[str, Any] = {}
+    record: dict[str, Any] | None = None
+    if loss != "ce":
+        check_bias_spec(bias, train_ds)
+        if not force and not resume and (Path(out) / "metrics.json").is_file():
+            raise click.UsageError(
+                f"--out {str(out)!r} holds a finished fine-tune; pass --force to replace it."
+            )
+        cfg, side, record = debias_inputs(
+            ctx, cfg, out, loss=loss, bias=bias, bias_features=bias_features,
+            rescale=bias_rescale, entropy_weight=entropy_weight, teacher=teacher,
+            force=force, resume=resume,
+        )  # fmt: skip
     res = fine_tune(
-        train_ds, eval_ds, cfg, out, progress=ctx.progress, resume=resume, overwrite=force
-    )
+        train_ds, eval_ds, cfg, out, progress=ctx.progress, resume=resume, overwrite=force,
+        **side,
+    )  # fmt: skip
+    if record is not None:
+        record_debiasing(Path(out) / "metrics.json", record)
     print_history(res.history)
     m = res.metrics
     click.echo(
@@ -163,6 +232,207 @@ def train(
     click.echo(f"model:    {res.model_dir}")
     click.echo(f"dynamics: {Path(out) / 'dynamics.parquet'} ({len(res.dynamics):,} rows)")
     click.echo(f"metrics:  {Path(out) / 'metrics.json'}")
+
+
+def check_debiasing(
+    loss: str,
+    bias: str | None,
+    rescale: float | None,
+    entropy_weight: float | None,
+    teacher: Path | None,
+    warmup_fraction: float | None,
+) -> None:
+    """Refuse a combination of the debiasing options that does not fit, before any work."""
+
+    def bad(message: str, param: str) -> click.BadParameter:
+        return click.BadParameter(message, param_hint=param)
+
+    if loss == "ce":
+        for name, value in (
+            ("--bias", bias),
+            ("--bias-rescale", rescale),
+            ("--entropy-weight", entropy_weight),
+            ("--teacher", teacher),
+        ):
+            if value is not None:
+                raise bad(f"{name} given with --loss ce; it needs a debiasing --loss.", name)
+        return
+    if bias is None:
+        raise bad(f"--loss {loss} needs --bias (partial:<view>, heuristic:<name>, "
+                  "shallow or file:<path>).", "--bias")  # fmt: skip
+    kind, _, arg = bias.partition(":")
+    if kind not in ("partial", "heuristic", "shallow", "file") or (
+        (kind in ("heuristic", "file") and not arg) or (kind == "shallow" and arg)
+    ):
+        raise bad(
+            f"expected partial:<view>, heuristic:<name>, shallow or file:<path>; got {bias!r}.",
+            "--bias",
+        )
+    if kind == "file" and not Path(arg).is_file():
+        raise bad(f"the bias file {arg!r} does not exist.", "--bias")
+    if rescale is not None and not 0.0 < rescale <= 1.0:
+        raise bad(f"expected a number in (0, 1]; got {rescale}.", "--bias-rescale")
+    if entropy_weight is not None and loss != "learned_mixin_h":
+        raise bad(f"--entropy-weight only with --loss learned_mixin_h; got --loss {loss}.",
+                  "--entropy-weight")  # fmt: skip
+    if entropy_weight is not None and entropy_weight < 0:
+        raise bad(f"expected a number >= 0; got {entropy_weight}.", "--entropy-weight")
+    if teacher is not None and loss != "conf_reg":
+        raise bad(f"--teacher only with --loss conf_reg; got --loss {loss}.", "--teacher")
+    if teacher is not None and teacher.is_dir() and not _teacher_model(teacher):
+        raise bad(f"{str(teacher)!r} is neither a 'spurious train' output folder nor a model "
+                  "folder.", "--teacher")  # fmt: skip
+    if warmup_fraction is not None:
+        raise bad(f"--warmup-fraction trains plain models only; got --loss {loss}.",
+                  "--warmup-fraction")  # fmt: skip
+
+
+def check_bias_spec(bias: str | None, train: Any) -> None:
+    """The parts of --bias that need the data: the partial view and the heuristic exist."""
+    from spurious.exceptions import DetectorError
+
+    kind, _, arg = (bias or "").partition(":")
+    try:
+        if kind == "partial" and arg:
+            from spurious.views import get_view
+
+            get_view(train.task, arg)
+        elif kind == "heuristic":
+            from spurious.heuristics import get_heuristic
+
+            get_heuristic(arg, task=train.task.name)
+        elif kind == "partial":
+            from spurious.models.debias.spec import partial_view
+
+            partial_view(train)
+    except (ValueError, LookupError, DetectorError) as e:
+        raise click.BadParameter(str(e), param_hint="--bias") from None
+
+
+def _teacher_model(path: Path) -> Path | None:
+    """The model folder of a teacher: PATH/model of a train output, or PATH itself."""
+    for folder in (path / "model", path):
+        if (folder / "config.json").is_file():
+            return folder
+    return None
+
+
+def debias_inputs(
+    ctx: Any,
+    cfg: Any,
+    out: Path,
+    *,
+    loss: str,
+    bias: str,
+    bias_features: str,
+    rescale: float | None,
+    entropy_weight: float | None,
+    teacher: Path | None,
+    force: bool,
+    resume: bool,
+) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """The engine config, the side inputs (bias / teacher probabilities) and the record of
+    a debiasing fine-tune: the debiasing analysis' recipe (bias model, rescaling, entropy
+    penalty, ConfReg teacher)."""
+    import numpy as np
+
+    from spurious.evaluate.debiasing import DEFAULT_RESCALE
+    from spurious.models.debias.bias import load_bias_file, rescale_bias
+    from spurious.models.debias.calibration import calibration_metrics
+    from spurious.models.debias.losses import default_entropy_penalty
+    from spurious.models.debias.spec import bias_probabilities
+    from spurious.models.finetune import fine_tune, predict_proba
+
+    train = ctx.train
+    kind, _, arg = bias.partition(":")
+    spec, view = ("partial_input", arg or None) if kind == "partial" else (bias, None)
+    click.echo(f"bias model: {bias} ({bias_features} features) ...")
+    b = bias_probabilities(
+        ctx, spec, features=bias_features, view=view, random_state=cfg.seed,
+        score_eval=kind != "file",  # a file needs only the training rows
+    )  # fmt: skip
+    y = np.asarray(train.labels)
+    info = dict(b.info)
+    fit_metrics = info.pop("metrics", {})
+    calibration: dict[str, Any] = {
+        "temperature": info.get("temperature"),
+        "train": calibration_metrics(b.train, y),
+    }
+    if fit_metrics:  # partial input: out-of-fold figures before temperature scaling
+        calibration["train_before"] = {
+            k[4:-7]: v
+            for k, v in fit_metrics.items()
+            if k.startswith("oof_") and k.endswith("_before")
+        }
+    if b.eval is not None:
+        y_eval = np.asarray(ctx.eval.labels)
+        calibration["eval"] = calibration_metrics(b.eval, y_eval)
+        before = {
+            k[:-7]: v
+            for k, v in fit_metrics.items()
+            if k.endswith("_before") and not k.startswith("oof_")
+        }
+        if before:
+            calibration["eval_before"] = before
+    engine_loss = loss
+    x = DEFAULT_RESCALE.get(loss) if rescale is None else rescale
+    params: dict[str, Any] = {}
+    if loss == "learned_mixin_h":
+        h = default_entropy_penalty(train.n_classes) if entropy_weight is None else entropy_weight
+        params["entropy_penalty"] = float(h)
+    side: dict[str, Any] = {"bias_probs": rescale_bias(b.train, x)}
+    teacher_info: dict[str, Any] | None = None
+    if loss == "conf_reg":
+        if teacher is None:  # as the analysis: a plain model of the same seed
+            folder = Path(out) / "teacher"
+            click.echo(f"teacher: plain fine-tune -> {folder}")
+            done = (folder / "metrics.json").is_file() and resume
+            if not done:
+                fine_tune(train, ctx.eval, cfg, folder, progress=ctx.progress, overwrite=True)
+            model_dir = folder / "model"
+            teacher_info = {"kind": "trained", "path": str(folder)}
+        elif teacher.is_dir():
+            model_dir = _teacher_model(teacher)
+            teacher_info = {"kind": "model", "path": str(teacher)}
+        else:
+            model_dir = None
+            teacher_info = {"kind": "file", "path": str(teacher)}
+        if model_dir is not None:
+            t = predict_proba(model_dir, train, None, device=cfg.device, progress=False)
+        else:
+            try:
+                t = load_bias_file(teacher, train)
+            except ValueError as e:
+                raise click.BadParameter(str(e), param_hint="--teacher") from None
+        side["teacher_probs"] = t
+        teacher_info["train_accuracy"] = float((np.asarray(t).argmax(1) == y).mean())
+    cfg = type(cfg).from_dict({**cfg.to_dict(), "loss": engine_loss, "loss_params": params})
+    record = {
+        "loss": loss,
+        "bias": bias,
+        "bias_features": None if kind == "file" else bias_features,
+        "bias_rescale": x,
+        "entropy_weight": params.get("entropy_penalty"),
+        "bias_model": info,
+        "calibration": calibration,
+        "teacher": teacher_info,
+    }
+    acc = calibration["train"]["accuracy"]
+    ece = calibration["train"]["ece"]
+    click.echo(
+        f"bias model: train accuracy {acc:.3f}, ECE {ece:.3f}"
+        + (f", temperature {calibration['temperature']:.2f}" if calibration["temperature"] else "")
+    )
+    return cfg, side, record
+
+
+def record_debiasing(path: Path, record: dict[str, Any]) -> None:
+    """Add the 'debiasing' block to a fine-tune's metrics.json (every other key kept)."""
+    from spurious.utils.io import atomic_write_json, read_json, to_jsonable
+
+    meta = read_json(path)
+    meta["debiasing"] = to_jsonable(record)
+    atomic_write_json(path, meta)
 
 
 def print_history(history: list[dict[str, Any]]) -> None:

@@ -51,19 +51,18 @@ from spurious.analysis import (
     register_analysis,
 )
 from spurious.context import RunContext
-from spurious.evaluate.prediction_bias.search import MIN_SAMPLE_SIZE, adapted_sample_size
 from spurious.exceptions import DetectorError, ParameterError
-from spurious.models.debias.bias import (
-    fit_bias_model,
-    heuristic_bias,
-    load_bias_file,
-    out_of_fold_proba,
-    rescale_bias,
-    shallow_bias,
-)
+from spurious.models.debias.bias import heuristic_bias, out_of_fold_proba, rescale_bias
 from spurious.models.debias.calibration import calibration_metrics
 from spurious.models.debias.fast import train_fast
 from spurious.models.debias.losses import LOSSES, default_entropy_penalty
+from spurious.models.debias.spec import (
+    bias_probabilities,
+    heuristic_sample_size,
+    parse_bias_spec,
+    partial_view,
+    train_heuristic,
+)
 from spurious.models.debias.subsets import load_hard_subset
 from spurious.utils.validation import Interval, StrOptions
 
@@ -83,13 +82,7 @@ NLI_HEURISTICS = (
 
 
 def _partial_view(ctx: RunContext) -> str:
-    fields = ctx.train.task.text_fields
-    if len(fields) < 2:
-        raise DetectorError(
-            "bias_model='partial_input' needs a task with two text fields (a partial "
-            f"input); task {ctx.train.task.name!r} has {list(fields)}. Use 'shallow'."
-        )
-    return "hypothesis_only" if "hypothesis" in fields else f"{fields[-1]}_only"
+    return partial_view(ctx.train)
 
 
 @register_analysis
@@ -319,14 +312,7 @@ class Debiasing(Analysis):
         """Check constraints, the method names and the bias-model spec."""
         super().validate_params()
         self._methods()
-        kind = self.bias_model.split(":", 1)[0]
-        if kind not in ("partial_input", "shallow", "heuristic", "file") or (
-            kind in ("heuristic", "file") and ":" not in self.bias_model
-        ):
-            raise ParameterError(
-                "The 'bias_model' parameter must be 'partial_input', 'shallow', "
-                f"'heuristic:<name>' or 'file:<path>'; got {self.bias_model!r}."
-            )
+        parse_bias_spec(self.bias_model)
         if self.hard_subset is not None and (
             self.hard_subset.partition(":")[0] not in ("file", "marks")
             or ":" not in self.hard_subset
@@ -504,52 +490,12 @@ class Debiasing(Analysis):
         self, ctx: RunContext, X: Any, y: np.ndarray, opts: dict[str, Any], seed: int
     ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
         """Bias probabilities of the training rows and of the evaluation rows."""
-        kind, _, arg = self.bias_model.partition(":")
-        info: dict[str, Any] = {"kind": kind}
-        if kind == "partial_input":
-            view = _partial_view(ctx)
-            Xp = ctx.features(self.features, view, split="train")
-            Xp_eval = ctx.features(self.features, view, split="eval")
-            groups = ctx.train.group_keys("auto")
-            fit = fit_bias_model(
-                Xp, y, Xp_eval, groups=groups, random_state=seed,
-                max_epochs=self.bias_max_epochs, calibrate=self.calibrate_bias, **opts,
-            )  # fmt: skip
-            b_train, b_eval = fit.train_probs, fit.eval_probs
-            info["view"] = view
-            info["temperature"] = fit.temperature
-            info["epochs"] = fit.epochs
-            info["fold_epochs"] = fit.fold_epochs
-            before = calibration_metrics(fit.eval_probs_before, np.asarray(ctx.eval.labels))
-            info["metrics"] = {
-                "temperature": fit.temperature,
-                "epochs": float(fit.epochs),
-                **{f"{k}_before": v for k, v in before.items()},
-                **fit.metrics,
-            }
-        elif kind == "shallow":
-            # The bias model's own budget (2,000 examples x 3 epochs), not the main model's.
-            shallow_opts = {k: v for k, v in opts.items() if k != "epochs"}
-            b_train, model = shallow_bias(
-                X, y, random_state=seed, return_model=True, **shallow_opts
-            )
-            b_eval = model.predict_proba(ctx.features(self.features, "full", split="eval"))
-        elif kind == "heuristic":
-            reference = out_of_fold_proba(X, y, random_state=seed, **opts).argmax(1) == y
-            attr = _train_heuristic(ctx, arg)
-            b_train, split, model = heuristic_bias(
-                X, y, attr, reference_correct=reference.astype(float),
-                search_options={"sample_size": _sample_size(attr)},
-                random_state=seed, return_model=True, **opts,
-            )  # fmt: skip
-            b_eval = model.predict_proba(ctx.features(self.features, "full", split="eval"))
-            info.update(heuristic=arg, **split)
-        else:
-            b_train = load_bias_file(arg, ctx.train)
-            b_eval = load_bias_file(arg, ctx.eval)
-            info["file"] = arg
-        info["train_accuracy"] = float((b_train.argmax(1) == y).mean())
-        return b_train, b_eval, info
+        b = bias_probabilities(
+            ctx, self.bias_model, features=self.features, epochs=opts["epochs"],
+            hidden_size=opts["hidden_size"], max_epochs=self.bias_max_epochs,
+            calibrate=self.calibrate_bias, random_state=seed,
+        )  # fmt: skip
+        return b.train, b.eval, b.info
 
     def _cross_bias(
         self,
@@ -643,9 +589,7 @@ class Debiasing(Analysis):
 # =======================================================================================
 def _train_heuristic(ctx: RunContext, name: str) -> np.ndarray:
     """Values of heuristic ``name`` on the training split (fit on itself)."""
-    from spurious.heuristics import compute_heuristics
-
-    return compute_heuristics(ctx.train, [name], train=ctx.train)[name].to_numpy(dtype=float)
+    return train_heuristic(ctx, name)
 
 
 def _resam_rows(attr: np.ndarray, threshold: float | None, seed: int) -> np.ndarray:
@@ -824,25 +768,8 @@ def _fit_finetune(
 
 
 def _sample_size(attribute: Any) -> int:
-    """Bootstrap group size of paper 001's bias: 400 (its default), a tenth of small data.
-
-    App. C wants ``2 * sample_size`` examples on each side of a threshold. A heuristic
-    with few values (negation: 0, 1 or 2 negation words) has few thresholds, so its best
-    split's smaller side caps the size (187 negated hypotheses of SNLI dev's 9,842 would
-    otherwise leave the bias undefined).
-
-    Examples
-    --------
-    >>> _sample_size(np.arange(9842.0)), _sample_size(np.r_[np.zeros(9655), np.ones(187)])
-    (400, 93)
-    >>> _sample_size(np.repeat([0.0, 1.0, 2.0], [9600, 200, 42]))  # best cut: 0 vs 1-2
-    121
-    """
-    a = np.asarray(attribute, dtype=float)
-    a = a[np.isfinite(a)]
-    size = min(400, max(MIN_SAMPLE_SIZE, a.size // 10))
-    # The rule `spurious bias` uses too; no split at all: the smallest size (undefined bias).
-    return adapted_sample_size(a, size) or MIN_SAMPLE_SIZE
+    """Bootstrap group size of paper 001's bias (:func:`heuristic_sample_size`)."""
+    return heuristic_sample_size(attribute)
 
 
 def _bias_at(correct, attribute, threshold, n_trials, seed) -> float:
