@@ -93,13 +93,19 @@ def test_poe_against_a_partial_input_bias_records_calibration(files, tiny_model,
     # the planted cue is in the hypothesis: the bias model finds it
     assert cal["train"]["accuracy"] > 0.5
 
-    # the output is a finetuned:<dir> featurizer
+    # the bias model's probabilities, reusable as --bias file:<path>
+    from spurious.models.debias.bias import load_bias_file
+
     _, _, train = files
+    probs = load_bias_file(out / "bias_train.jsonl", train)
+    assert probs.shape == (len(train), 3)
+    assert (out / "bias_eval.jsonl").is_file()
+
+    # the output is a finetuned:<dir> featurizer
     X = make_featurizer(f"finetuned:{out}").fit_transform(train, "full")
     assert np.asarray(X).shape[0] == len(train)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     ("loss", "bias"),
     [

@@ -215,6 +215,11 @@ def train(
     )  # fmt: skip
     if record is not None:
         record_debiasing(Path(out) / "metrics.json", record)
+        for split, ds in (("train", train_ds), ("eval", eval_ds)):
+            probs = record.pop(f"_{split}_probs", None)
+            if probs is not None:
+                path = write_probs(ds, probs, Path(out) / f"bias_{split}.jsonl")
+                click.echo(f"bias:     {path}")
     print_history(res.history)
     m = res.metrics
     click.echo(
@@ -416,6 +421,8 @@ def debias_inputs(
         "bias_model": info,
         "calibration": calibration,
         "teacher": teacher_info,
+        "_train_probs": b.train,  # written to OUT/bias_<split>.jsonl, not to metrics.json
+        "_eval_probs": b.eval,
     }
     acc = calibration["train"]["accuracy"]
     ece = calibration["train"]["ece"]
@@ -431,7 +438,7 @@ def record_debiasing(path: Path, record: dict[str, Any]) -> None:
     from spurious.utils.io import atomic_write_json, read_json, to_jsonable
 
     meta = read_json(path)
-    meta["debiasing"] = to_jsonable(record)
+    meta["debiasing"] = to_jsonable({k: v for k, v in record.items() if not k.startswith("_")})
     atomic_write_json(path, meta)
 
 
@@ -452,6 +459,20 @@ def print_history(history: list[dict[str, Any]]) -> None:
             f"{f(h.get('eval_accuracy'), '.4f'):>8} {f(h.get('train_seconds'), '.1f'):>8} "
             f"{f(h.get('dynamics_seconds'), '.1f'):>6}"
         )
+
+
+def write_probs(dataset: Any, probs: Any, path: Path) -> Path:
+    """A bias model's probabilities as JSONL ``{"id": ..., "probs": [...]}``, the format
+    of ``--bias file:<path>`` (the training rows' are out-of-fold, before rescaling)."""
+    import json
+
+    from spurious.utils.io import atomic_write_text
+
+    lines = "".join(
+        json.dumps({"id": str(i), "probs": [round(float(v), 6) for v in row]}) + "\n"
+        for i, row in zip(dataset.ids, probs, strict=True)
+    )
+    return atomic_write_text(path, lines)
 
 
 def write_rest(rest: Any, path: Path) -> Path:
