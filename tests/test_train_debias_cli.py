@@ -75,7 +75,11 @@ def test_poe_against_a_partial_input_bias_records_calibration(files, tiny_model,
     from spurious.features import make_featurizer
 
     out = tmp_path / "poe"
-    res = _run(_args(files, tiny_model, out, "--loss", "poe", "--bias", "partial:hypothesis_only"))
+    preds = tmp_path / "preds" / "poe.jsonl"
+    res = _run(
+        _args(files, tiny_model, out, "--loss", "poe", "--bias", "partial:hypothesis_only",
+              "--predictions-out", str(preds))
+    )  # fmt: skip
     assert res.exit_code == 0, res.output
     assert "bias model:" in res.output
     meta = _meta(out)
@@ -100,6 +104,16 @@ def test_poe_against_a_partial_input_bias_records_calibration(files, tiny_model,
     probs = load_bias_file(out / "bias_train.jsonl", train)
     assert probs.shape == (len(train), 3)
     assert (out / "bias_eval.jsonl").is_file()
+
+    # --predictions-out: what 'spurious bias' / 'fairness' read; the kept model's accuracy
+    from spurious.data import load_dataset
+    from spurious.data.predictions import load_predictions
+
+    dev = load_dataset(files[1], "nli")
+    p = load_predictions(preds, dev)
+    assert p.name == "poe"
+    acc = float((p.values == np.asarray(dev.labels)).mean())
+    assert acc == pytest.approx(meta["metrics"]["eval_accuracy"])
 
     # the output is a finetuned:<dir> featurizer
     X = make_featurizer(f"finetuned:{out}").fit_transform(train, "full")
@@ -170,6 +184,15 @@ def test_conf_reg_with_a_teacher_run_and_a_teacher_file(files, tiny_model, tmp_p
     deb = _meta(out2)["debiasing"]
     assert deb["teacher"]["kind"] == "file" and deb["bias_rescale"] == 0.5
     assert deb["bias_model"]["kind"] == "file" and deb["bias_features"] is None
+
+
+def test_predictions_out_needs_eval(files, tmp_path):
+    out = tmp_path / "out"
+    args = _args(files, "minilm", out, "--predictions-out", str(tmp_path / "p.jsonl"))
+    i = args.index("--eval")
+    res = _run(args[:i] + args[i + 2 :])
+    assert res.exit_code == 2 and "--predictions-out" in res.output and "--eval" in res.output
+    assert not out.exists()
 
 
 @pytest.mark.parametrize(

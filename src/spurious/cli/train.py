@@ -108,6 +108,14 @@ LOSS_CHOICE = click.Choice(
     type=click.Path(exists=True, path_type=Path),
 )
 @options.opt(
+    "--predictions-out",
+    "Also write the kept model's predicted labels on --eval to FILE (JSONL: id, "
+    "prediction), the file 'spurious bias' and 'spurious fairness' read with "
+    "--predictions (the model is named by the file stem).",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+)
+@options.opt(
     "--resume", "Continue an interrupted fine-tune in --out from its last checkpoint.", is_flag=True
 )
 @options.opt("--keep-checkpoints", "Keep the per-epoch checkpoints after success.", is_flag=True)
@@ -142,6 +150,7 @@ def train(
     bias_rescale: float | None,
     entropy_weight: float | None,
     teacher: Path | None,
+    predictions_out: Path | None,
     field_map: tuple[str, ...],
     fmt: str | None,
     seed: int,
@@ -164,6 +173,10 @@ def train(
     from spurious.runner import load_inputs
 
     check_debiasing(loss, bias, bias_rescale, entropy_weight, teacher, warmup_fraction)
+    if predictions_out is not None and eval_path is None:
+        raise click.BadParameter(
+            "needs --eval (the split to predict).", param_hint="--predictions-out"
+        )
     cfg = FineTuneConfig(
         model=model,
         view=view,
@@ -234,6 +247,9 @@ def train(
     if rest is not None:
         path = write_rest(rest, Path(out) / "rest.jsonl")
         click.echo(f"rest:     {path} ({len(rest):,} rows to filter)")
+    if predictions_out is not None:
+        path = write_predictions(res.model_dir, eval_ds, predictions_out, cfg.device)
+        click.echo(f"predictions: {path} ({len(eval_ds):,} rows of --eval)")
     click.echo(f"model:    {res.model_dir}")
     click.echo(f"dynamics: {Path(out) / 'dynamics.parquet'} ({len(res.dynamics):,} rows)")
     click.echo(f"metrics:  {Path(out) / 'metrics.json'}")
@@ -459,6 +475,23 @@ def print_history(history: list[dict[str, Any]]) -> None:
             f"{f(h.get('eval_accuracy'), '.4f'):>8} {f(h.get('train_seconds'), '.1f'):>8} "
             f"{f(h.get('dynamics_seconds'), '.1f'):>6}"
         )
+
+
+def write_predictions(model_dir: Path, dataset: Any, path: Path, device: str) -> Path:
+    """The model's predicted label names on ``dataset`` as JSONL ``{"id", "prediction"}``."""
+    import json
+
+    from spurious.models.finetune import predict_proba
+    from spurious.utils.io import atomic_write_text
+
+    names = list(dataset.label_names)
+    pred = predict_proba(model_dir, dataset, device=device, progress=False).argmax(1)
+    lines = "".join(
+        json.dumps({"id": str(i), "prediction": names[int(p)]}) + "\n"
+        for i, p in zip(dataset.ids, pred, strict=True)
+    )
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return atomic_write_text(path, lines)
 
 
 def write_probs(dataset: Any, probs: Any, path: Path) -> Path:
