@@ -49,7 +49,8 @@ def _args(files, model, out, *extra) -> list[str]:
     return [
         "train", str(train), "--task", "nli", "--eval", str(dev), "--model", model,
         "--epochs", "1", "--batch-size", "32", "--precision", "fp32", "--lr", "1e-3",
-        "--bias-features", "bow", "--out", str(out), *extra,
+        "--out", str(out), *extra,
+        *(["--bias-features", "bow"] if "--bias" in extra else []),
     ]  # fmt: skip
 
 
@@ -201,6 +202,7 @@ def test_predictions_out_needs_eval(files, tmp_path):
         (["--loss", "poe"], "--loss poe needs --bias"),
         (["--bias", "shallow"], "--bias given with --loss ce"),
         (["--bias-rescale", "0.5"], "--bias-rescale given with --loss ce"),
+        (["--bias-features", "bow"], "--bias-features given with --loss ce"),
         (["--loss", "poe", "--bias", "shallow", "--teacher", "."], "--teacher only with"),
         (["--loss", "poe", "--bias", "nonsense"], "expected partial:<view>"),
         (["--loss", "poe", "--bias", "file:/no/such.jsonl"], "does not exist"),

@@ -86,8 +86,7 @@ LOSS_CHOICE = click.Choice(
 )
 @options.opt(
     "--bias-features",
-    "Features of the --bias model (minilm, bow, tfidf ...; unused by file:<path>).",
-    default="minilm",
+    "Features of the --bias model (minilm, bow, tfidf ...; default minilm; unused by file:<path>).",
 )
 @options.opt(
     "--bias-rescale",
@@ -146,7 +145,7 @@ def train(
     keep_checkpoints: bool,
     loss: str,
     bias: str | None,
-    bias_features: str,
+    bias_features: str | None,
     bias_rescale: float | None,
     entropy_weight: float | None,
     teacher: Path | None,
@@ -172,7 +171,9 @@ def train(
     from spurious.models.finetune import FineTuneConfig, fine_tune, warmup_split
     from spurious.runner import load_inputs
 
-    check_debiasing(loss, bias, bias_rescale, entropy_weight, teacher, warmup_fraction)
+    check_debiasing(
+        loss, bias, bias_rescale, entropy_weight, teacher, warmup_fraction, bias_features
+    )
     if predictions_out is not None and eval_path is None:
         raise click.BadParameter(
             "needs --eval (the split to predict).", param_hint="--predictions-out"
@@ -218,7 +219,7 @@ def train(
                 f"--out {str(out)!r} holds a finished fine-tune; pass --force to replace it."
             )
         cfg, side, record = debias_inputs(
-            ctx, cfg, out, loss=loss, bias=bias, bias_features=bias_features,
+            ctx, cfg, out, loss=loss, bias=bias, bias_features=bias_features or "minilm",
             rescale=bias_rescale, entropy_weight=entropy_weight, teacher=teacher,
             force=force, resume=resume,
         )  # fmt: skip
@@ -262,6 +263,7 @@ def check_debiasing(
     entropy_weight: float | None,
     teacher: Path | None,
     warmup_fraction: float | None,
+    bias_features: str | None = None,
 ) -> None:
     """Refuse a combination of the debiasing options that does not fit, before any work."""
 
@@ -271,6 +273,7 @@ def check_debiasing(
     if loss == "ce":
         for name, value in (
             ("--bias", bias),
+            ("--bias-features", bias_features),
             ("--bias-rescale", rescale),
             ("--entropy-weight", entropy_weight),
             ("--teacher", teacher),
