@@ -81,10 +81,6 @@ NLI_HEURISTICS = (
 )
 
 
-def _partial_view(ctx: RunContext) -> str:
-    return partial_view(ctx.train)
-
-
 @register_analysis
 class Debiasing(Analysis):
     """Train with debiasing objectives and measure accuracy and prediction bias.
@@ -353,7 +349,7 @@ class Debiasing(Analysis):
                 "'resam_heuristic'."
             )
         if self.bias_model == "partial_input":
-            _partial_view(context)
+            partial_view(context.train)
 
     # -- the work -------------------------------------------------------------------
     def _run(self, ctx: RunContext) -> AnalysisOutput:
@@ -391,7 +387,7 @@ class Debiasing(Analysis):
         lp = {m: self._loss_params(m, n_classes) for m in methods}
 
         def train_h(name: str) -> np.ndarray:
-            return _train_heuristic(ctx, name)
+            return train_heuristic(ctx, name)
 
         resam_name = self.resam_heuristic or (names[0] if names else None)
         runs: dict[str, list[dict[str, Any]]] = {m: [] for m in methods}
@@ -517,11 +513,11 @@ class Debiasing(Analysis):
         reference = out_of_fold_proba(X, y, random_state=seed, **opts).argmax(1) == y
         matrix: dict[str, dict[str, dict[str, float]]] = {}
         for target in names:
-            attr = _train_heuristic(ctx, target)
+            attr = train_heuristic(ctx, target)
             try:
                 b_train, _ = heuristic_bias(
                     X, y, attr, reference_correct=reference.astype(float), random_state=seed,
-                    search_options={"sample_size": _sample_size(attr)},
+                    search_options={"sample_size": heuristic_sample_size(attr)},
                     **opts,
                 )  # fmt: skip
             except ParameterError:
@@ -587,11 +583,6 @@ class Debiasing(Analysis):
 # =======================================================================================
 # Helpers
 # =======================================================================================
-def _train_heuristic(ctx: RunContext, name: str) -> np.ndarray:
-    """Values of heuristic ``name`` on the training split (fit on itself)."""
-    return train_heuristic(ctx, name)
-
-
 def _resam_rows(attr: np.ndarray, threshold: float | None, seed: int) -> np.ndarray:
     if threshold is None or not np.isfinite(threshold):
         threshold = float(np.nanmedian(attr))  # no usable eval threshold: balance at the median
@@ -767,11 +758,6 @@ def _fit_finetune(
     }
 
 
-def _sample_size(attribute: Any) -> int:
-    """Bootstrap group size of paper 001's bias (:func:`heuristic_sample_size`)."""
-    return heuristic_sample_size(attribute)
-
-
 def _bias_at(correct, attribute, threshold, n_trials, seed) -> float:
     from spurious.evaluate.prediction_bias.search import prediction_bias
 
@@ -779,7 +765,7 @@ def _bias_at(correct, attribute, threshold, n_trials, seed) -> float:
         return float("nan")
     res = prediction_bias(
         correct, np.asarray(attribute, dtype=float), threshold=threshold, n_trials=n_trials,
-        random_state=seed, sample_size=_sample_size(attribute),
+        random_state=seed, sample_size=heuristic_sample_size(attribute),
     )  # fmt: skip
     return float(res.bias)
 
@@ -792,7 +778,7 @@ def _thresholds(correct, h_eval, names, n_trials, seed) -> dict[str, float]:
     for n in names:
         res = threshold_search(
             correct, h_eval[n].to_numpy(dtype=float), n_trials=n_trials, random_state=seed,
-            sample_size=_sample_size(h_eval[n]),
+            sample_size=heuristic_sample_size(h_eval[n]),
         )  # fmt: skip
         out[n] = float(res.threshold)
     return out
