@@ -108,6 +108,30 @@ def commands(out: Path) -> dict[str, list[str]]:
             "--out",
             str(out / "aflite_eval"),
         ],
+        # Every registered analysis the inputs allow (the quick and the full profile), so a
+        # structural change is checked on PECO, cartography, minority, PVI, atlas,
+        # associations and debiasing too, not only on the single-analysis commands.
+        "audit_cad_quick": [
+            "audit",
+            str(d / "cad_snli/original/train.tsv"),
+            "--eval",
+            str(d / "cad_snli/original/test.tsv"),
+            "--task",
+            "nli",
+            "--quick",
+            "--out",
+            str(out / "audit_cad_quick"),
+        ],
+        "audit_cad_full": [
+            "audit",
+            str(d / "cad_snli/original/train.tsv"),
+            "--eval",
+            str(d / "cad_snli/original/test.tsv"),
+            "--task",
+            "nli",
+            "--out",
+            str(out / "audit_cad_full"),
+        ],
         "resample_squad": [
             "resample",
             str(d / "squad/dev-v1.1.json"),
