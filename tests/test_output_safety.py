@@ -232,7 +232,7 @@ def test_questions_without_answers_and_empty_texts_are_counted(tmp_path):
 
     from spurious.data import Dataset
     from spurious.exceptions import SchemaError
-    from spurious.runner import load_inputs
+    from spurious.inputs import load_inputs
 
     qa = pd.DataFrame({"question": ["q1", "q2"], "context": ["c", "c"], "answers": [[], []]})
     with pytest.raises(SchemaError, match="no question has a gold answer"):

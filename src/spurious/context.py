@@ -8,7 +8,8 @@ kind and configuration::
 
     X = ctx.artifact("features", features="minilm", view="hypothesis_only", split="eval")
 
-The first request builds it with the provider registered for the kind (see
+The first request builds it with the provider registered for the kind (the built-in
+providers live in :mod:`spurious.artifacts`; plugins add kinds with
 :func:`register_artifact`); every later request with the same configuration, from any
 analysis of the run, gets the same object. Providers build on the on-disk caches
 (encoder features, heuristics), so a re-run reuses them too. The keys include the
@@ -17,20 +18,21 @@ fingerprints of the datasets involved, never object identities.
 Models trained on the task are artifacts too: ``ctx.artifact("trained_model",
 view="hypothesis_only", epochs=3)`` fine-tunes once per run (and once per data and
 config on disk), ``ctx.artifact("hidden_states", view=..., split=...)`` reads its
-representations, and ``ctx.artifact("training_dynamics", ...)`` (registered by
-:mod:`spurious.models.dynamics`) its per-epoch predictions.
+representations, and ``ctx.artifact("training_dynamics", ...)`` its per-epoch
+predictions.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from spurious.artifacts import BUILTIN, builtin_provider
 from spurious.exceptions import DetectorError, ParameterError
 from spurious.utils.hashing import stable_hash
+from spurious.utils.progress import default_progress
 from spurious.utils.registry import Registry
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,8 +43,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
 logger = logging.getLogger(__name__)
 
-#: kind -> provider ``f(ctx, **config) -> artifact``.
+#: kind -> provider ``f(ctx, **config) -> artifact``: the built-in providers of
+#: :mod:`spurious.artifacts` (registered here, explicitly, so the kinds never depend on
+#: import order) and those of plugins (:func:`register_artifact`).
 ARTIFACTS: Registry[Callable[..., Any]] = Registry("artifact kind")
+for _kind in BUILTIN:
+    ARTIFACTS.register(_kind, builtin_provider(_kind))
 
 
 def register_artifact(kind: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -56,18 +62,6 @@ def register_artifact(kind: str) -> Callable[[Callable[..., Any]], Callable[...,
     >>> ARTIFACTS.unregister("doc_example_lengths")
     """
     return ARTIFACTS.decorator(kind)
-
-
-def default_progress() -> bool:
-    """Progress bars by default where a person watches: a terminal or a notebook."""
-    try:
-        from IPython import get_ipython
-
-        if get_ipython() is not None:
-            return True
-    except ImportError:
-        pass
-    return bool(getattr(sys.stderr, "isatty", lambda: False)())
 
 
 class RunContext:
@@ -255,76 +249,3 @@ def _check_compatible(train: Dataset, eval: Dataset) -> None:
             f"names {list(train.label_names)}; pass label_names= when loading so both use the "
             "same ids."
         )
-
-
-# ---------------------------------------------------------------------------------------
-# Built-in providers
-# ---------------------------------------------------------------------------------------
-@register_artifact("fitted_featurizer")
-def _fitted_featurizer(ctx: RunContext, *, featurizer: str, view: str) -> Any:
-    """A featurizer fitted on the data for ``view`` (shared by every split's matrix)."""
-    from sklearn.base import clone
-
-    from spurious.features import PrecomputedFeaturizer, make_featurizer
-
-    feat = ctx._featurizers.get(featurizer) or make_featurizer(featurizer)
-    if not (isinstance(feat, PrecomputedFeaturizer) or feat.stateless):
-        feat = clone(feat)  # never fit the caller's object
-    return feat.fit(ctx.train, view)
-
-
-@register_artifact("features")
-def _features(ctx: RunContext, *, featurizer: str, view: str, split: str) -> Any:
-    feat = ctx.artifact("fitted_featurizer", featurizer=featurizer, view=view)
-    # Shared between analyses: the conformance suite checks that none modifies its inputs.
-    return feat.transform(ctx.split(split), view, progress=ctx.progress)
-
-
-@register_artifact("heuristics")
-def _heuristics(ctx: RunContext, *, names: list[str], params: dict[str, Any]) -> Any:
-    from spurious.heuristics import compute_heuristics, get_heuristic
-
-    supplied = ctx.attributes
-    if supplied is not None and all(n in supplied.columns for n in names):
-        return supplied[["id", *names]]
-    fit_on = ctx.heuristics_train
-    if fit_on is None and ctx.eval is not None:
-        fit_on = ctx.train
-    task = ctx.target.task.name
-    specs = [get_heuristic(n, task=task)(**params[n]) if n in params else n for n in names]
-    return compute_heuristics(ctx.target, specs, train=fit_on, progress=ctx.progress)
-
-
-@register_artifact("trained_model")
-def _trained_model(ctx: RunContext, *, view: str = "full", **config: Any) -> Any:
-    """A model fine-tuned on the data for ``view`` (``config``: FineTuneConfig fields).
-
-    A :class:`~spurious.models.finetune.FineTuneResult` (weights, dynamics of the data and
-    of the evaluation split, never trained on, history); built once per run, and cached
-    on disk by data and config (:func:`~spurious.models.finetune.finetune_cached`).
-    """
-    from spurious.models.finetune import finetune_cached
-
-    return finetune_cached(ctx, view=view, **config)
-
-
-@register_artifact("hidden_states")
-def _hidden_states(
-    ctx: RunContext,
-    *,
-    view: str = "full",
-    split: str = "train",
-    model_view: str | None = None,
-    layer: int = -1,
-    pooling: str = "cls",
-    **config: Any,
-) -> Any:
-    """Pooled hidden states of ``split`` seen through ``view`` by the ``trained_model`` of
-    ``model_view`` (default: ``view``; e.g. the full-input model fed the hypothesis only,
-    paper 003 App. B). ``config``: the trained model's FineTuneConfig fields. The matrix
-    is the ``finetuned`` featurizer's, so it is cached on disk like any features."""
-    from spurious.features.finetuned import FinetunedFeaturizer
-
-    trained = ctx.artifact("trained_model", view=model_view or view, **config)
-    featurizer = FinetunedFeaturizer(str(trained.model_dir), layer=layer, pooling=pooling)
-    return ctx.features(featurizer, view, split=split)

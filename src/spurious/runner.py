@@ -36,45 +36,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from spurious._version import __version__
 from spurious.analysis import Analysis, load_analyses
 from spurious.context import RunContext
 from spurious.data.dataset import Dataset
-from spurious.exceptions import DataFormatError, ParameterError, SchemaError, SpuriousError
+from spurious.exceptions import DataFormatError, ParameterError, SpuriousError
+from spurious.inputs import INPUT_KEYS, attach_annotations, load_inputs
 from spurious.provenance import Provenance, dependency_versions, now_iso
 from spurious.results import Result
 from spurious.utils.io import atomic_write_json, read_json, to_jsonable
 
 logger = logging.getLogger(__name__)
 
-#: Keys of ``config["inputs"]`` (anything else is an error, so typos do not pass silently).
-INPUT_KEYS = (
-    "data",
-    "task",
-    "eval",
-    "format",
-    "field_map",
-    "predictions",
-    "attributes",
-    "heuristics_train",
-    "annotations",
-    "synthetic",
-    "drop_overlap",
-    "max_dropped",
-    "split",
-    "allow_network",
-    "strict_predictions",
-    "predictions_id_field",
-    "predictions_value_field",
-    "predictions_align",
-    "predictions_kind",
-    "annotations_min_match",
-)
-#: Rows without a gold label beyond this fraction of a file stop the run (``max_dropped``).
-MAX_DROPPED_DEFAULT = 0.1
 CONFIG_KEYS = ("inputs", "analyses", "seed", "profile")
 
 
@@ -199,213 +174,6 @@ def build_analyses(spec: Mapping[str, Mapping[str, Any]]) -> list[Analysis]:
         analysis = cls.from_config(dict(params))
         analysis.validate_params()
         out.append(analysis)
-    return out
-
-
-def load_inputs(inputs: Mapping[str, Any], *, progress: bool | None = None) -> RunContext:
-    """Load the datasets, predictions and attributes a config names into a RunContext."""
-    from spurious.data import load_dataset
-
-    fmap = dict(inputs.get("field_map") or {})
-    fmt = inputs.get("format")
-    if inputs.get("synthetic"):
-        train, ev = _synthetic(inputs["synthetic"])
-        task = train.task.name
-    else:
-        task = inputs["task"]
-        for key in ("data", "eval"):
-            if str(inputs.get(key) or "").startswith("<in-memory"):
-                raise ParameterError(
-                    f"inputs.{key} was an in-memory dataset ({inputs[key]}); a config can only "
-                    f"re-load files. Set inputs.{key} to the data's path."
-                )
-        # --split and --allow-network apply to DATA (a DatasetDict folder or a Hub name).
-        where = {"split": inputs.get("split"), "allow_network": bool(inputs.get("allow_network"))}
-        train = load_dataset(inputs["data"], task, field_map=fmap, format=fmt, **where)
-        ev = None
-        if inputs.get("eval"):
-            ev = load_dataset(
-                inputs["eval"], task, field_map=fmap, format=fmt, label_names=train.label_names
-            )
-    h_train = None
-    if inputs.get("heuristics_train"):
-        h_train = load_dataset(
-            inputs["heuristics_train"],
-            task,
-            field_map=fmap,
-            label_names=train.label_names or None,
-        )
-    notes = []
-    if inputs.get("annotations"):
-        min_match = inputs.get("annotations_min_match")
-        target = attach_annotations(
-            ev if ev is not None else train,
-            inputs["annotations"],
-            **({} if min_match is None else {"min_match": float(min_match)}),
-        )
-        notes.append(f"--annotations: {target.frame.attrs.get('annotations_matched')}.")
-        if ev is not None:
-            ev = target
-        else:
-            train = target
-    warnings = [w for ds in (train, ev) if ds is not None for w in _row_notes(ds, inputs)]
-    warnings.extend(notes)
-    if ev is not None:
-        ev, note = _overlap(train, ev, drop=bool(inputs.get("drop_overlap")))
-        warnings.extend(note)
-    target = ev if ev is not None else train
-    preds = []
-    if inputs.get("predictions"):
-        from spurious.data.predictions import load_predictions
-
-        how = {
-            "on_missing": "error" if inputs.get("strict_predictions") else "wrong",
-            "id_field": inputs.get("predictions_id_field"),
-            "value_field": inputs.get("predictions_value_field"),
-            "align": inputs.get("predictions_align") or "id",
-            "kind": inputs.get("predictions_kind") or "auto",
-        }
-        preds = [load_predictions(p, target, **how) for p in inputs["predictions"]]
-    attributes = read_attributes(inputs["attributes"]) if inputs.get("attributes") else None
-    ctx = RunContext(
-        train,
-        ev,
-        predictions=preds,
-        attributes=attributes,
-        heuristics_train=h_train,
-        progress=progress,
-    )
-    for w in warnings:
-        logger.warning("%s", w)
-    ctx.warnings.extend(warnings)
-    return ctx
-
-
-def _row_notes(ds: Dataset, inputs: Mapping[str, Any]) -> list[str]:
-    """What the loader counted about the rows: dropped, unanswerable, empty texts."""
-    notes = _dropped_rows(ds, inputs)
-    no_answer = int(ds.frame.attrs.get("n_no_answer", 0))
-    if no_answer:
-        notes.append(
-            f"{ds.name}: {no_answer:,} of {len(ds):,} questions have no gold answer; they "
-            "score as undefined and are left out of every mean."
-        )
-    for field_name, k in (ds.frame.attrs.get("n_empty_text") or {}).items():
-        notes.append(f"{ds.name}: {k:,} of {len(ds):,} rows have an empty {field_name!r}.")
-    return notes
-
-
-def _dropped_rows(ds: Dataset, inputs: Mapping[str, Any]) -> list[str]:
-    """A warning for rows dropped for lack of a gold label; an error beyond ``max_dropped``."""
-    dropped = int(ds.frame.attrs.get("n_dropped_no_gold", 0))
-    if not dropped:
-        return []
-    limit = inputs.get("max_dropped")
-    limit = MAX_DROPPED_DEFAULT if limit is None else float(limit)
-    share = dropped / (dropped + len(ds))
-    msg = (
-        f"{ds.name}: {dropped:,} of {dropped + len(ds):,} rows ({share:.1%}) have no gold label "
-        "and were left out"
-    )
-    if share > limit:
-        raise SchemaError(
-            f"{msg}, more than the {limit:.0%} allowed; check the label column (--field-map "
-            "label=COLUMN), or allow it with --max-dropped FRACTION."
-        )
-    return [msg + "."]
-
-
-def _overlap(train: Dataset, ev: Dataset, *, drop: bool) -> tuple[Dataset, list[str]]:
-    """Evaluation rows that also occur in the data: the same text in every field.
-
-    Shared rows inflate every held-out score; they are reported, and dropped on request.
-    Shared ids are reported too but never dropped on their own: files that number their
-    rows from 0 share ids without sharing examples.
-    """
-    fields = list(train.task.text_fields)
-    texts = set(map(tuple, train.frame[fields].astype(str).itertuples(index=False, name=None)))
-    ev_texts = ev.frame[fields].astype(str).itertuples(index=False, name=None)
-    same_text = np.fromiter((t in texts for t in ev_texts), dtype=bool, count=len(ev))
-    ids = set(train.ids)
-    n_id = sum(i in ids for i in ev.ids)
-    n = int(same_text.sum())
-    notes = []
-    if n_id:
-        notes.append(
-            f"{n_id:,} of {len(ev):,} evaluation rows share an id with the data (not dropped: "
-            "ids can coincide across files that number their rows)."
-        )
-    if not n:
-        return ev, notes
-    what = f"{n:,} of {len(ev):,} evaluation rows have the same text as a row of the data"
-    if not drop:
-        return ev, [
-            *notes,
-            f"{what}; held-out scores are inflated. Pass --drop-overlap to leave them out.",
-        ]
-    if n == len(ev):
-        raise SchemaError(f"{what}: every evaluation row; nothing would be left to evaluate.")
-    keep = np.flatnonzero(~same_text)
-    return ev.subset(keep, name=ev.name), [*notes, f"{what}; they were left out (--drop-overlap)."]
-
-
-def _synthetic(spec: Mapping[str, Any]) -> tuple[Dataset, Dataset | None]:
-    from spurious.data.synthetic import make_nli_artifacts
-
-    spec = dict(spec)
-    generator = spec.pop("generator", "nli_artifacts")
-    if generator != "nli_artifacts":
-        raise ParameterError(
-            f"Unknown synthetic generator {generator!r}; known: ['nli_artifacts']."
-        )
-    split = spec.pop("eval_fraction", None)
-    seed = spec.get("random_state", 0)
-    synth = make_nli_artifacts(**spec)
-    planted = int(synth.has_artifact.sum())
-    if split is None:
-        synth.dataset.frame.attrs["synthetic_n_planted"] = planted
-        return synth.dataset, None
-    train, test = synth.dataset.split(split, random_state=seed)
-    train.name, test.name = "synthetic-nli[train]", "synthetic-nli[test]"
-    train.frame.attrs["synthetic_n_planted"] = planted
-    return train, test
-
-
-def read_attributes(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Precomputed heuristic values: ``id`` + one numeric column per heuristic."""
-    from spurious.data.readers import READERS, infer_format
-
-    path = Path(path)
-    fmt = infer_format(path)
-    if fmt == "squad":
-        raise ParameterError(f"--attributes {str(path)!r}: a SQuAD file holds no heuristic values.")
-    frame, _ = READERS[fmt](path)
-    if "id" not in frame.columns:
-        raise SchemaError(f"--attributes {str(path)!r} needs an 'id' column.")
-    frame = frame.copy()
-    for col in frame.columns:
-        if col != "id":
-            frame[col] = pd.to_numeric(frame[col], errors="coerce")
-    return frame
-
-
-def attach_annotations(
-    ds: Dataset, path: str | os.PathLike[str], *, min_match: float | None = None
-) -> Dataset:
-    """``ds`` with ``annotator_labels`` from an annotation file, matched by id or by text.
-
-    See :func:`spurious.data.annotations.match_annotations` (``annotator_labels`` lists or
-    ChaosNLI ``label_counter``; a file of which fewer than ``min_match`` of the examples
-    match is refused). Rows the file does not annotate get no annotator labels; how many
-    matched is in ``frame.attrs["annotations_matched"]``.
-    """
-    from spurious.data.annotations import MIN_MATCH, match_annotations
-
-    match = match_annotations(path, ds, min_match=MIN_MATCH if min_match is None else min_match)
-    merged = ds.frame.copy()
-    merged["annotator_labels"] = match.label_lists()
-    out = Dataset.from_frame(merged, ds.task.name, label_names=ds.label_names, name=ds.name)
-    out.frame.attrs.update({**ds.frame.attrs, "annotations_matched": match.summary})
     return out
 
 

@@ -168,8 +168,8 @@ def train(
     (and, for conf_reg, a --teacher's); OUT/metrics.json then also holds a 'debiasing'
     block: the objective, the bias spec and the bias model's calibration figures.
     """
+    from spurious.inputs import load_inputs
     from spurious.models.finetune import FineTuneConfig, fine_tune, warmup_split
-    from spurious.runner import load_inputs
 
     check_debiasing(
         loss, bias, bias_rescale, entropy_weight, teacher, warmup_fraction, bias_features
@@ -326,7 +326,7 @@ def check_bias_spec(bias: str | None, train: Any) -> None:
 
             get_heuristic(arg, task=train.task.name)
         elif kind == "partial":
-            from spurious.models.debias.spec import partial_view
+            from spurious.artifacts.bias import partial_view
 
             partial_view(train)
     except (ValueError, LookupError, DetectorError) as e:
@@ -360,11 +360,11 @@ def debias_inputs(
     penalty, ConfReg teacher)."""
     import numpy as np
 
+    from spurious.artifacts.bias import bias_probabilities
     from spurious.evaluate.debiasing import DEFAULT_RESCALE
     from spurious.models.debias.bias import load_bias_file, rescale_bias
     from spurious.models.debias.calibration import calibration_metrics
     from spurious.models.debias.losses import default_entropy_penalty
-    from spurious.models.debias.spec import bias_probabilities
     from spurious.models.finetune import fine_tune, predict_proba
 
     train = ctx.train

@@ -42,7 +42,6 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from spurious.actions.resample import resample_indices
 from spurious.analysis import (
     Analysis,
     AnalysisOutput,
@@ -50,20 +49,21 @@ from spurious.analysis import (
     VerdictScale,
     register_analysis,
 )
-from spurious.context import RunContext
-from spurious.exceptions import DetectorError, ParameterError
-from spurious.models.debias.bias import heuristic_bias, out_of_fold_proba, rescale_bias
-from spurious.models.debias.calibration import calibration_metrics
-from spurious.models.debias.fast import train_fast
-from spurious.models.debias.losses import LOSSES, default_entropy_penalty
-from spurious.models.debias.spec import (
+from spurious.artifacts.bias import (
     bias_probabilities,
     heuristic_sample_size,
     parse_bias_spec,
     partial_view,
     train_heuristic,
 )
+from spurious.context import RunContext
+from spurious.exceptions import DetectorError, ParameterError
+from spurious.models.debias.bias import heuristic_bias, out_of_fold_proba, rescale_bias
+from spurious.models.debias.calibration import calibration_metrics
+from spurious.models.debias.fast import train_fast
+from spurious.models.debias.losses import LOSSES, default_entropy_penalty
 from spurious.models.debias.subsets import load_hard_subset
+from spurious.stats.resample import resample_indices
 from spurious.utils.validation import Interval, StrOptions
 
 __all__ = ["DEFAULT_RESCALE", "METHODS", "Debiasing"]
@@ -732,11 +732,12 @@ def _fit_finetune(
     eval-accuracy curve over epochs, from the engine's evaluation dynamics."""
     from spurious.models.finetune import finetune_cached
 
-    train = None
+    train = ctx.train
     if rows is not None:  # RESAM: plain loss on the resampled rows (duplicates kept)
         train = ctx.train.subset(np.asarray(rows), f"{ctx.train.name}[resam]")
     res = finetune_cached(
-        ctx, view="full", train=train, bias_probs=bias, teacher_probs=teacher,
+        train, ctx.eval, view="full", progress=ctx.progress, bias_probs=bias,
+        teacher_probs=teacher,
         **{**config, "loss": loss, "loss_params": dict(loss_params or {}), "seed": seed},
     )  # fmt: skip
     dyn = res.dynamics
@@ -759,7 +760,7 @@ def _fit_finetune(
 
 
 def _bias_at(correct, attribute, threshold, n_trials, seed) -> float:
-    from spurious.evaluate.prediction_bias.search import prediction_bias
+    from spurious.stats.bias_search import prediction_bias
 
     if threshold is None or not np.isfinite(threshold):
         return float("nan")
@@ -772,7 +773,7 @@ def _bias_at(correct, attribute, threshold, n_trials, seed) -> float:
 
 def _thresholds(correct, h_eval, names, n_trials, seed) -> dict[str, float]:
     """Each heuristic's threshold from the plain model's search (paper 001 App. C)."""
-    from spurious.evaluate.prediction_bias.search import threshold_search
+    from spurious.stats.bias_search import threshold_search
 
     out = {}
     for n in names:

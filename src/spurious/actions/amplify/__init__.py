@@ -30,7 +30,7 @@ training data: the paper has none for MultiNLI, QQP and WANLI either (it evaluat
 their validation sets, footnote 9). ``train.random`` and ``train.reinserted_<p>`` are
 not on the Hub (the authors published no baselines); their names are ours.
 
-The data flow, one module each: :mod:`~spurious.actions.amplify.marks` collects the
+The data flow, one module each: :mod:`~spurious.marks` collects the
 anti-biased marks, q-matches them (Sec. 4.1, Table 7; see that module) and aligns them
 with the data's rows; :mod:`~spurious.actions.amplify.splits` builds the random
 baseline, the reinsertion masks and :class:`AmplifiedSplits`;
@@ -62,13 +62,6 @@ from spurious.actions.amplify.evaluate import (
     evaluate_amplified,
     marking_family,
 )
-from spurious.actions.amplify.marks import (
-    _aligned,
-    _load_run_results,
-    collect_marks,
-    match_marks,
-    n_anti_of,
-)
 from spurious.actions.amplify.splits import (
     AMPLIFY_FORMAT_VERSION,
     REINSERT_FRACTIONS,
@@ -80,6 +73,13 @@ from spurious.actions.amplify.splits import (
 )
 from spurious.data.dataset import Dataset
 from spurious.exceptions import DataFormatError, ParameterError
+from spurious.marks import (
+    _aligned,
+    _load_run_results,
+    collect_marks,
+    match_marks,
+    n_anti_of,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ def amplify(
     definitions : sequence of str, optional
         Definitions to amplify (default: every marked one).
     match_to, q
-        q-matching, see :func:`match_marks` and :mod:`~spurious.actions.amplify.marks`.
+        q-matching, see :func:`match_marks` and :mod:`~spurious.marks`.
     reinsert : sequence of float, default=(0.1, 0.2, 0.35, 0.5, 0.7)
         Shares of the anti-biased training examples put back (Sec. 5); ``()`` for none.
     eval_name : str, default="test"
@@ -245,7 +245,7 @@ def amplify_run(
                 f"The run directory {str(run_dir)!r} has no manifest config to re-load its "
                 "data from; pass 'train' and 'eval' (--data/--eval)."
             )
-        from spurious.runner import load_inputs
+        from spurious.inputs import load_inputs
 
         ctx = load_inputs(config["inputs"], progress=False)
         train = train if train is not None else ctx.train

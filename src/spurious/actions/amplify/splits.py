@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from spurious.actions.amplify.marks import _round_half_up
 from spurious.actions.amplify.outputs import _file_format, _prepare_out, _report_manifest
 from spurious.data.dataset import Dataset
 from spurious.exceptions import ParameterError
+from spurious.marks import _round_half_up
 from spurious.provenance import Provenance
 from spurious.results import Result
 from spurious.utils.io import atomic_write_json

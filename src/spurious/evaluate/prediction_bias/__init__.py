@@ -37,12 +37,13 @@ every candidate threshold and every model in one gather and one mean (common ran
 numbers across thresholds, which also makes the bias-vs-threshold curve smooth).
 Per-example metrics are computed once beforehand.
 
-The package: :mod:`~spurious.evaluate.prediction_bias.search` (one model, one
+The package: :mod:`~spurious.stats.bias_search` (one model, one
 heuristic: fixed split, threshold search, natural bias) and
 :mod:`~spurious.evaluate.prediction_bias.table` (:func:`bias_table`: models x heuristics).
 """
 
-from spurious.evaluate.prediction_bias.search import (
+from spurious.evaluate.prediction_bias.table import bias_table
+from spurious.stats.bias_search import (
     PAPER_QA_THRESHOLDS,
     PAPER_QA_WORSE_GROUP_SIZES,
     BiasResult,
@@ -55,7 +56,6 @@ from spurious.evaluate.prediction_bias.search import (
     split_capacity,
     threshold_search,
 )
-from spurious.evaluate.prediction_bias.table import bias_table
 
 __all__ = [
     "PAPER_QA_THRESHOLDS",

@@ -18,7 +18,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from spurious.evaluate.prediction_bias.search import (
+from spurious.exceptions import ParameterError, SchemaError
+from spurious.provenance import Provenance
+from spurious.results import DetectorResult
+from spurious.stats.bias_search import (
     MIN_SAMPLE_SIZE,
     NaturalBiasResult,
     _check,
@@ -31,9 +34,6 @@ from spurious.evaluate.prediction_bias.search import (
     adapted_sample_size,
     split_capacity,
 )
-from spurious.exceptions import ParameterError, SchemaError
-from spurious.provenance import Provenance
-from spurious.results import DetectorResult
 from spurious.stats.metrics import example_scores, leave_one_out_scores, resolve_metric
 from spurious.utils.validation import Interval, StrOptions, check_params
 
@@ -101,7 +101,7 @@ def bias_table(
         For a searched heuristic whose most even threshold leaves fewer than
         ``sample_size`` examples on a side (its bias would be undefined), bootstrap
         groups of half that side instead (see
-        :func:`~spurious.evaluate.prediction_bias.search.adapted_sample_size`); the size
+        :func:`~spurious.stats.bias_search.adapted_sample_size`); the size
         used is ``sample_size_<heuristic>`` and the reason is in
         ``details["sample_size_notes"]``. Why a bias stays undefined, and what would
         define it, is in ``details["undefined"]`` either way.
@@ -116,7 +116,7 @@ def bias_table(
     **options
         The bootstrap and search settings (``n_trials``, ``sample_size``, ``quantiles``,
         ``step``, ``replace``, ``random_state``); see
-        :class:`~spurious.evaluate.prediction_bias.search.BootstrapOptions`.
+        :class:`~spurious.stats.bias_search.BootstrapOptions`.
 
     Returns
     -------

@@ -337,7 +337,7 @@ def heuristic_bias(
     (``reference_correct``, e.g. out-of-fold predictions of a plain model) picks them
     with the threshold search of paper 001 (Alg. 1, App. C): the biased segment is the
     group where the reference does better (``search_options``: ``sample_size``,
-    ``n_trials`` ... of :class:`~spurious.evaluate.prediction_bias.search.BootstrapOptions`).
+    ``n_trials`` ... of :class:`~spurious.stats.bias_search.BootstrapOptions`).
     The bias model is trained on that segment only and scores every row.
 
     Returns
@@ -349,8 +349,8 @@ def heuristic_bias(
     model : FastModel
         Only with ``return_model=True``: the bias model, to score other splits.
     """
-    from spurious.evaluate.prediction_bias.search import threshold_search
     from spurious.models.debias.fast import train_fast
+    from spurious.stats.bias_search import threshold_search
 
     a = np.asarray(attribute, dtype=float)
     info: dict[str, Any] = {}

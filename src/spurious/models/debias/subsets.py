@@ -98,7 +98,7 @@ def _from_file(path: Path, ids: list[str]) -> tuple[np.ndarray, str]:
 
 
 def _from_marks(spec: str, ids: list[str]) -> tuple[np.ndarray, str]:
-    from spurious.actions.amplify.marks import collect_marks
+    from spurious.marks import collect_marks
 
     where, _, definition = spec.partition("#")
     path = Path(where)

@@ -16,9 +16,9 @@ This package holds the record and everything that makes or moves one:
   embeddings), recording every training and evaluation example after every epoch;
 - :func:`crossfit_dynamics`: held-out dynamics of a training split without an evaluation
   split (each example recorded by a probe trained on the other folds);
-- the ``"training_dynamics"`` artifact provider of the run context, so every analysis
-  of a run shares one record per configuration. ``path="finetune"`` delegates to the
-  fine-tuning engine (:func:`spurious.models.finetune.finetune_dynamics`).
+- the paths that make a record (:data:`PATHS`); the ``"training_dynamics"`` artifact
+  provider that picks one lives in :mod:`spurious.artifacts.dynamics`, so every analysis
+  of a run shares one record per configuration.
 
 Dynamics of the evaluation split come from the model trained on the training split only,
 recorded after each epoch as one would record validation accuracy (paper 002 Sec. 3 and
@@ -27,17 +27,15 @@ footnote 5: "we are **not** fine-tuning on the test set").
 Modules, in the order the data flows: :mod:`~spurious.models.dynamics.probe` (the fast
 path makes a dynamics frame), :mod:`~spurious.models.dynamics.record` (the record and its
 Parquet + JSON files), :mod:`~spurious.models.dynamics.cartography_files` (allenai's
-jsonl files), :mod:`~spurious.models.dynamics.stats` (the summary statistics) and
-:mod:`~spurious.models.dynamics.artifact` (the run-context provider; importing this
-package registers it).
+jsonl files) and :mod:`~spurious.models.dynamics.stats` (the summary statistics).
 """
 
-from spurious.models.dynamics.artifact import PATHS, training_dynamics_artifact
 from spurious.models.dynamics.crossfit import crossfit_dynamics, stratified_folds
 from spurious.models.dynamics.probe import FAST_MODELS, FAST_OPTIONS, probe_dynamics
 from spurious.models.dynamics.record import (
     DYNAMICS_COLUMNS,
     OPTIONAL_COLUMNS,
+    PATHS,
     TrainingDynamics,
     load_dynamics,
 )
@@ -55,5 +53,4 @@ __all__ = [
     "load_dynamics",
     "probe_dynamics",
     "stratified_folds",
-    "training_dynamics_artifact",
 ]

@@ -29,10 +29,20 @@ from spurious.utils.io import atomic_write, atomic_write_json, atomic_write_text
 if TYPE_CHECKING:  # pragma: no cover
     from spurious.data.dataset import Dataset
 
-__all__ = ["DYNAMICS_COLUMNS", "OPTIONAL_COLUMNS", "TrainingDynamics", "load_dynamics"]
+__all__ = [
+    "DYNAMICS_COLUMNS",
+    "OPTIONAL_COLUMNS",
+    "PATHS",
+    "TrainingDynamics",
+    "load_dynamics",
+]
 
 #: Required columns of :attr:`TrainingDynamics.frame`.
 DYNAMICS_COLUMNS = ("id", "split", "epoch", "p_gold", "pred", "correct")
+
+#: Paths that make a record: train a probe on frozen features, fine-tune a model, or
+#: read dynamics saved earlier (ours, or allenai/cartography's files).
+PATHS = ("fast", "finetune", "load")
 #: Optional columns: the logits, and the gold label id (kept when a maker knows it, so
 #: an export need not recover it from ``p_gold``).
 OPTIONAL_COLUMNS = ("logits", "gold")

@@ -9,8 +9,8 @@
 - :func:`token_relevance` / :func:`relevance_agreement` /
   :func:`token_relevance_agreement`: per-token gradient relevance and token relevance
   agreement (TRA) of full- and partial-input models (paper 003 Eq. 9-10).
-- :func:`finetune_cached` / :func:`finetune_dynamics`: a fine-tune as a shared, cached
-  input of a run (what artifact providers call).
+- :func:`finetune_cached`: a fine-tune cached on disk by data and config (what the
+  artifact providers of :mod:`spurious.artifacts.finetune` call).
 - :func:`warmup_split`: AFLite's warm-up fraction (paper 000 Sec. 4).
 
 Method notes and measurements: ``docs/methods/training.md``. Everything that needs torch
@@ -26,7 +26,6 @@ from spurious.models.finetune.attribution import (
 from spurious.models.finetune.cached import (
     finetune_cache_dir,
     finetune_cached,
-    finetune_dynamics,
     warmup_split,
 )
 from spurious.models.finetune.config import FineTuneConfig
@@ -42,7 +41,6 @@ __all__ = [
     "fine_tune",
     "finetune_cache_dir",
     "finetune_cached",
-    "finetune_dynamics",
     "hidden_states",
     "predict_proba",
     "read_dynamics",

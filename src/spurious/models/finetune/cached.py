@@ -1,8 +1,8 @@
 """Fine-tunes as shared inputs of a run: built once per (data, view, config), cached on disk.
 
 :func:`finetune_cached` is what artifact providers call (``training_dynamics`` with
-``path="finetune"``, a trained model, hidden states): the first call fine-tunes on
-``ctx.train`` (recording ``ctx.eval`` too, never training on it) into
+``path="finetune"``, a trained model, hidden states; :mod:`spurious.artifacts.finetune`):
+the first call fine-tunes on ``train`` (recording ``eval`` too, never training on it) into
 ``<cache>/finetune/<key>/``; later calls, in this run or the next, load the result. The
 key is the datasets' fingerprints, the view and the config fields that change the
 weights (:meth:`FineTuneConfig.identity`), plus the base model's identity (package
@@ -27,7 +27,6 @@ from spurious.models.finetune.engine import METRICS_FILE, FineTuneResult, fine_t
 from spurious.utils.hashing import stable_hash
 
 if TYPE_CHECKING:  # pragma: no cover
-    from spurious.context import RunContext
     from spurious.data.dataset import Dataset
 
 logger = logging.getLogger(__name__)
@@ -79,78 +78,58 @@ def finetune_key(
 
 
 def finetune_cached(
-    ctx: RunContext,
+    train: Dataset,
+    eval: Dataset | None = None,
     *,
     view: str = "full",
     cache_dir: str | os.PathLike[str] | None = None,
     bias_probs: Any = None,
     teacher_probs: Any = None,
-    train: Dataset | None = None,
+    progress: bool | None = None,
     **config: Any,
 ) -> FineTuneResult:
-    """The fine-tune of ``config`` on ``ctx.train`` (dynamics of ``ctx.eval`` too), from
-    the on-disk cache when it holds it.
+    """The fine-tune of ``config`` on ``train`` (dynamics of ``eval`` too, never trained
+    on), from the on-disk cache when it holds it.
 
     Parameters
     ----------
-    ctx : RunContext
+    train : Dataset
+        The rows to train on (e.g. a run's data, or RESAM-resampled rows of it).
+    eval : Dataset, optional
+        Recorded after every epoch, never trained on.
     view : str
         The view the model sees (``"full"``, ``"hypothesis_only"`` ...).
     cache_dir : path, optional
         Cache root (default :func:`finetune_cache_dir`).
-    bias_probs, teacher_probs : array of shape (len(ctx.train), n_classes), optional
+    bias_probs, teacher_probs : array of shape (len(train), n_classes), optional
         Side inputs of a debiasing ``loss`` (see :func:`fine_tune`); their digest is part
         of the cache key.
-    train : Dataset, optional
-        Train on this instead of ``ctx.train`` (e.g. RESAM-resampled rows of it); side
-        inputs then align to its rows.
+    progress : bool, optional
+        Progress bars (``None``: where a person watches).
     **config
         :class:`FineTuneConfig` fields (``epochs``, ``model``, ``learning_rate`` ...).
 
     Examples
     --------
-    >>> from spurious.context import RunContext
     >>> from spurious.data.synthetic import make_nli_artifacts
     >>> train, dev = make_nli_artifacts(n=300, random_state=0).dataset.split(0.3)
-    >>> res = finetune_cached(RunContext(train, dev), view="hypothesis_only", epochs=1)  # doctest: +SKIP
+    >>> res = finetune_cached(train, dev, view="hypothesis_only", epochs=1)  # doctest: +SKIP
     >>> res.model_dir.name  # doctest: +SKIP
     'model'
     """
     cfg = FineTuneConfig.from_dict({**config, "view": view})
     # Checkpoints in the cache only serve an interrupted build; they are removed after it.
     cfg = cfg.replace(save_checkpoints=True, keep_checkpoints=False)
-    train_ds = ctx.train if train is None else train
-    side = check_side_inputs(cfg.loss, len(train_ds), train_ds.n_classes, bias_probs, teacher_probs)
-    key = finetune_key(train_ds, ctx.eval, cfg, side.digest())
+    side = check_side_inputs(cfg.loss, len(train), train.n_classes, bias_probs, teacher_probs)
+    key = finetune_key(train, eval, cfg, side.digest())
     folder = finetune_cache_dir(cache_dir) / key
     if (folder / METRICS_FILE).is_file():
         logger.info("fine-tune %s (%s) from the cache (%s)", cfg.view, cfg.loss, folder)
         return FineTuneResult.load(folder)
     return fine_tune(
-        train_ds, ctx.eval, cfg, folder, progress=ctx.progress, resume=True,
+        train, eval, cfg, folder, progress=progress, resume=True,
         bias_probs=side.bias_probs, teacher_probs=side.teacher_probs,
     )  # fmt: skip
-
-
-def finetune_dynamics(ctx: RunContext, *, view: str = "full", **config: Any) -> Any:
-    """Training dynamics of a fine-tune on ``ctx.train``, for ``ctx.train`` and ``ctx.eval``.
-
-    What the ``training_dynamics`` artifact provider calls for ``path="finetune"``:
-    returns a :class:`spurious.models.dynamics.TrainingDynamics` (or, where that module
-    is not installed, its frame: ``id, split, epoch, p_gold, pred, correct, logits``).
-    Cached on disk (see :func:`finetune_cached`).
-
-    Examples
-    --------
-    >>> dyn = finetune_dynamics(ctx, view="hypothesis_only", epochs=3)  # doctest: +SKIP
-    """
-    # Through the run context: one fine-tune per run serves the dynamics, the trained
-    # model and its hidden states.
-    result = ctx.artifact("trained_model", view=view, **config)
-    try:
-        return result.training_dynamics()
-    except ImportError:
-        return result.dynamics
 
 
 def warmup_split(

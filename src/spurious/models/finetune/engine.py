@@ -233,7 +233,7 @@ def fine_tune(
         raise missing_dependency("accelerate", "encoder", "Fine-tuning") from None
     last = _prepare_output(out, run_info, resume=resume, overwrite=overwrite)
 
-    from spurious.context import default_progress
+    from spurious.utils.progress import default_progress
 
     show = default_progress() if progress is None else bool(progress)
     device, precision = _resolve_hardware(cfg)

@@ -3,7 +3,7 @@
 Every analysis of a run shares one record per configuration, made on one of
 :data:`PATHS`: the fast path (:func:`~spurious.models.dynamics.probe_dynamics` on the
 run's shared feature matrices), the fine-tuning engine
-(:func:`spurious.models.finetune.finetune_dynamics`, imported only when asked for) or
+(:func:`spurious.artifacts.finetune.finetune_dynamics`, imported only when asked for) or
 dynamics saved earlier (:func:`~spurious.models.dynamics.load_dynamics`).
 """
 
@@ -14,24 +14,18 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from spurious.context import register_artifact
 from spurious.exceptions import DetectorError, ParameterError
 from spurious.models.dynamics.crossfit import crossfit_dynamics
 from spurious.models.dynamics.probe import FAST_OPTIONS, probe_dynamics
-from spurious.models.dynamics.record import TrainingDynamics, load_dynamics
+from spurious.models.dynamics.record import PATHS, TrainingDynamics, load_dynamics
 
 if TYPE_CHECKING:  # pragma: no cover
     from spurious.context import RunContext
 
-__all__ = ["PATHS", "training_dynamics_artifact"]
-
-#: Paths that build dynamics: train a probe on frozen features, fine-tune a model, or
-#: read dynamics saved earlier (ours, or allenai/cartography's files).
-PATHS = ("fast", "finetune", "load")
+__all__ = ["training_dynamics"]
 
 
-@register_artifact("training_dynamics")
-def training_dynamics_artifact(
+def training_dynamics(
     ctx: RunContext,
     *,
     path: str = "fast",
@@ -53,7 +47,7 @@ def training_dynamics_artifact(
     path : {"fast", "finetune", "load"}, default="fast"
         ``"fast"``: :func:`probe_dynamics` on ``ctx.features(features, view)`` (the
         matrices are shared with every other analysis of the run); ``"finetune"``:
-        :func:`spurious.models.finetune.finetune_dynamics` (the fine-tuning engine);
+        :func:`spurious.artifacts.finetune.finetune_dynamics` (the fine-tuning engine);
         ``"load"``: :func:`load_dynamics` of the folder ``source``.
     view : str, default="full"
         A view name of the task (``"hypothesis_only"`` for partial-input cartography).
@@ -187,25 +181,8 @@ def _finetune_dynamics(
     options: dict[str, Any],
 ) -> TrainingDynamics:
     """Dynamics from the fine-tuning engine (imported only when asked for)."""
-    import importlib
+    from spurious.artifacts import finetune
 
-    what = (
-        "path='finetune' needs the fine-tuning engine (spurious.models.finetune with "
-        "finetune_dynamics, issue 8 parts 1-2)"
-    )
-    try:
-        engine = importlib.import_module("spurious.models.finetune")
-    except ModuleNotFoundError as e:
-        if e.name != "spurious.models.finetune":
-            raise  # the engine exists but a dependency of it is missing: say which
-        raise DetectorError(
-            f"{what}, which this installation does not have; use path='fast'."
-        ) from None
-    finetune = getattr(engine, "finetune_dynamics", None)
-    if finetune is None:
-        raise DetectorError(
-            f"{what}; spurious.models.finetune has no finetune_dynamics. Use path='fast'."
-        )
     config = dict(options)
     if model is not None:
         config["model"] = model
@@ -213,13 +190,25 @@ def _finetune_dynamics(
         config["epochs"] = epochs
     if random_state is not None:
         config["seed"] = random_state
-    out = finetune(ctx, view=view, **config)
+    try:
+        out = finetune.finetune_dynamics(ctx, view=view, **config)
+    except ModuleNotFoundError as e:
+        missing = e.name or ""
+        if missing.split(".")[0] not in ("torch", "transformers", "accelerate") and not (
+            missing.startswith("spurious.models.finetune")
+        ):
+            raise  # a bug, not a missing optional dependency
+        raise DetectorError(
+            "path='finetune' needs the fine-tuning engine (spurious.models.finetune), which "
+            f"cannot be imported here (missing {missing!r}; pip install 'spurious[hf]'); use "
+            "path='fast'."
+        ) from None
     if isinstance(out, pd.DataFrame):
         out = TrainingDynamics(out, list(ctx.train.label_names), {"path": "finetune"})
     if not isinstance(out, TrainingDynamics):
         raise DetectorError(
-            "spurious.models.finetune.finetune_dynamics must return TrainingDynamics or its "
-            f"frame; got {type(out).__name__}."
+            "finetune_dynamics must return TrainingDynamics or its frame; got "
+            f"{type(out).__name__}."
         )
     out.meta.setdefault("path", "finetune")
     out.meta.setdefault("view", view)

@@ -119,7 +119,7 @@ def heuristic_sample_size(attribute: Any) -> int:
     >>> heuristic_sample_size(np.repeat([0.0, 1.0, 2.0], [9600, 200, 42]))  # cut: 0 vs 1-2
     121
     """
-    from spurious.evaluate.prediction_bias.search import MIN_SAMPLE_SIZE, adapted_sample_size
+    from spurious.stats.bias_search import MIN_SAMPLE_SIZE, adapted_sample_size
 
     a = np.asarray(attribute, dtype=float)
     a = a[np.isfinite(a)]
