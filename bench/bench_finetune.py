@@ -131,12 +131,8 @@ def _plain_trainer_run(train_enc, eval_enc, cfg, evaluate: bool, workdir: Path) 
     import transformers
 
     from spurious.models.finetune.data import PadCollator
-    from spurious.models.finetune.engine import (
-        _load_model,
-        _resolve_hardware,
-        _restored_global_rng,
-        _training_args,
-    )
+    from spurious.models.finetune.engine import _load_model, _resolve_hardware, _restored_global_rng
+    from spurious.models.finetune.trainer import _training_args
 
     class DropIdx(PadCollator):  # the plain Trainer's model must not see our example index
         def __call__(self, items):

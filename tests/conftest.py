@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,57 @@ import pytest
 from spurious.data.synthetic import make_nli_artifacts
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+# -- unexpected skips fail the run (CI: --strict-skips) ----------------------------------
+#: Skip reasons that are expected on CI's machine (one regex per line; '#' comments).
+EXPECTED_SKIPS = Path(__file__).with_name("expected_skips.txt")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--strict-skips",
+        action="store_true",
+        help="Fail the run when a test is skipped for a reason not in tests/expected_skips.txt "
+        "(a missing dependency or data file must not pass silently in CI).",
+    )
+
+
+def _expected_skip_patterns() -> list[re.Pattern[str]]:
+    lines = EXPECTED_SKIPS.read_text().splitlines() if EXPECTED_SKIPS.exists() else []
+    return [re.compile(x.strip()) for x in lines if x.strip() and not x.lstrip().startswith("#")]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    if not config.getoption("--strict-skips"):
+        return
+    patterns = _expected_skip_patterns()
+    unexpected = []
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report)
+        if not any(p.search(reason) for p in patterns):
+            unexpected.append(f"{report.nodeid}: {reason}")
+    if unexpected:
+        terminalreporter.write_sep("=", "unexpected skips (--strict-skips)", red=True)
+        for line in unexpected:
+            terminalreporter.write_line(line)
+        config._spurious_unexpected_skips = len(unexpected)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # pytest_terminal_summary runs after this hook; count the skips here too.
+    config = session.config
+    if not config.getoption("--strict-skips"):
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    patterns = _expected_skip_patterns()
+    for report in reporter.stats.get("skipped", []):
+        reason = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report)
+        if not any(p.search(reason) for p in patterns):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return
 
 
 def shared_data(*parts: str) -> Path:

@@ -18,18 +18,18 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "adding-an-analysis.md"
 @pytest.fixture()
 def doc_namespace():
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
-    assert len(blocks) == 2, "the worked example has a module and a usage block"
+    assert len(blocks) == 4, "the worked example: module, usage, and two contract checks"
     namespace: dict = {"__name__": "doc_example"}
     load_analyses()
     exec(compile(blocks[0], str(DOC), "exec"), namespace)  # registers the analysis
     try:
-        yield namespace, blocks[1]
+        yield namespace, blocks[1:]
     finally:
         ANALYSES.unregister("length_leakage")
 
 
 def test_the_worked_example_runs_end_to_end(doc_namespace, tmp_path, capsys):
-    namespace, usage = doc_namespace
+    namespace, (usage, *_) = doc_namespace
     exec(compile(usage, str(DOC), "exec"), dict(namespace))
     assert "label entropy" in capsys.readouterr().out
 
@@ -42,6 +42,12 @@ def test_the_worked_example_runs_end_to_end(doc_namespace, tmp_path, capsys):
     res = cls().run(train, test)
     assert res.metrics["mutual_information"] > 0
     assert set(res.scores["id"]) == set(test.ids)
+    # The verdict rests on the G test; without an interval it grades no higher than low.
+    assert res.metrics["p_value"] < 1e-6
+    assert res.headline["severity"] == "low"
+    assert res.headline["evidence"]["basis"] == "null_test"
+    shuffled = cls().run(_shuffled(train), _shuffled(test))
+    assert shuffled.headline["severity"] == "none", shuffled.headline
 
     # Skipped with the reason on a task it does not apply to.
     import pandas as pd
@@ -64,3 +70,26 @@ def test_the_worked_example_runs_end_to_end(doc_namespace, tmp_path, capsys):
     assert run.results["length_leakage"].status == "ok"
     html = run.report.read_text()
     assert "length leakage" in html
+
+
+def test_the_contract_checks_of_the_page_run(doc_namespace):
+    """Section 3: check_analysis passes the example; the parametrizer names every check."""
+    namespace, (_, check_block, pytest_block) = doc_namespace
+    ns = dict(namespace)
+    exec(compile(check_block, str(DOC), "exec"), ns)
+    assert set(ns["outcome"].values()) == {"passed"}
+    exec(compile(pytest_block, str(DOC), "exec"), ns)
+    (mark,) = ns["test_length_leakage_contract"].pytestmark
+    ids = [p.id for p in mark.args[1]]
+    assert "length_leakage-shuffled_labels_give_no_finding" in ids
+    assert "length_leakage-invalid_parameters" in ids
+
+
+def _shuffled(ds):
+    import numpy as np
+
+    from spurious.data import Dataset
+
+    frame = ds.frame.drop(columns=["label_id"]).copy()
+    frame["label"] = np.random.default_rng(0).permutation(frame["label"].to_numpy())
+    return Dataset.from_frame(frame, ds.task, label_names=ds.label_names)

@@ -11,11 +11,11 @@ from spurious.data import Dataset
 from spurious.data.synthetic import make_nli_artifacts
 from spurious.detectors.associations import (
     Associations,
-    _mutual_information,
     bin_feature,
     binned_association,
     text_properties,
 )
+from spurious.detectors.associations import mutual_information as _mutual_information
 from spurious.exceptions import DetectorError, ParameterError
 from spurious.report.sections import build_section
 

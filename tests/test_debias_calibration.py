@@ -283,7 +283,9 @@ def test_shuffled_labels_never_give_a_moderate_or_high_verdict():
 
 
 def test_hard_gain_is_corrected_for_answering_off_the_bias_models_class():
-    from spurious.evaluate.debiasing import Debiasing, _chance_correct, _hard_gain
+    from spurious.evaluate.debiasing import Debiasing
+    from spurious.evaluate.debiasing.measures import chance_correct as _chance_correct
+    from spurious.evaluate.debiasing.measures import hard_gain as _hard_gain
 
     rng = np.random.default_rng(0)
     n = 3000

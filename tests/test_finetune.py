@@ -25,7 +25,7 @@ from spurious.artifacts.finetune import finetune_dynamics
 from spurious.data.synthetic import make_nli_artifacts
 from spurious.exceptions import ParameterError, SchemaError
 from spurious.models.finetune import (
-    DYNAMICS_COLUMNS,
+    FINETUNE_FRAME_COLUMNS,
     FineTuneConfig,
     FineTuneResult,
     fine_tune,
@@ -112,7 +112,7 @@ def test_outputs_and_dynamics_cover_every_example(reference, data):
     assert not (out / "checkpoints").exists(), "checkpoints are removed after success"
 
     dyn = res.dynamics
-    assert tuple(dyn.columns) == DYNAMICS_COLUMNS
+    assert tuple(dyn.columns) == FINETUNE_FRAME_COLUMNS
     for split, ds in (("train", train), ("eval", dev)):
         rows = dyn[dyn["split"] == split]
         assert sorted(rows["epoch"].unique()) == [1.0, 2.0]

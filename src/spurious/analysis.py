@@ -36,9 +36,17 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import pandas as pd
 from sklearn.base import BaseEstimator
 
-from spurious.exceptions import DetectorError, ParameterError
+from spurious.exceptions import DetectorError, ParameterError, as_missing_dependency
 from spurious.provenance import Provenance
-from spurious.results import Result, check_marks, check_tables
+from spurious.results import (
+    Details,
+    Evidence,
+    Headline,
+    Result,
+    Severity,
+    check_marks,
+    check_tables,
+)
 from spurious.utils.io import to_jsonable
 from spurious.utils.registry import Registry
 from spurious.utils.validation import check_params
@@ -76,11 +84,17 @@ class Requirements:
     annotator_labels : bool
         Several annotations per example (annotator labels or several QA answers).
     features : bool
-        A representation Phi(x) (built by the context from a featurizer spec).
+        A representation Phi(x) (built by the context from a featurizer spec; the
+        lexical featurizers need nothing beyond the core install, so this is met whenever
+        the context can build ``features`` artifacts).
     trained_model : bool
         A model fine-tuned on the task (the training engine).
     training_dynamics : bool
         Per-epoch predictions of a model while it trained (the training engine).
+    extras : tuple of str
+        Optional dependencies the analysis cannot run without, as ``(module, extra)``
+        pairs, e.g. ``(("torch", "torch"),)``: unmet when ``module`` is not installed, with
+        the ``pip install 'spurious[extra]'`` that installs it.
 
     Examples
     --------
@@ -98,6 +112,7 @@ class Requirements:
     features: bool = False
     trained_model: bool = False
     training_dynamics: bool = False
+    extras: tuple[tuple[str, str], ...] = ()
 
     def needs(self) -> list[str]:
         """Names of the requirements that are set (for ``spurious analyses`` and docs)."""
@@ -107,9 +122,25 @@ class Requirements:
             if f.name == "tasks":
                 if value is not None:
                     out.append(f"tasks={','.join(value)}")
+            elif f.name == "extras":
+                out.extend(f"spurious[{extra}]" for _, extra in value)
             elif value:
                 out.append(f.name)
         return out
+
+    def missing_extras(self) -> list[str]:
+        """``pip install`` hints for the optional dependencies that are not installed.
+
+        Examples
+        --------
+        >>> Requirements(extras=(("no_such_module_xyz", "encoder"),)).missing_extras()
+        ["no_such_module_xyz is not installed (pip install 'spurious[encoder]')"]
+        """
+        return [
+            f"{module} is not installed (pip install 'spurious[{extra}]')"
+            for module, extra in self.extras
+            if not module_available(module)
+        ]
 
     def unmet(self, ctx: RunContext) -> list[str]:
         """Why ``ctx`` cannot serve an analysis with these requirements (empty: it can)."""
@@ -129,13 +160,36 @@ class Requirements:
             why.append("needs model predictions (--predictions)")
         if self.annotator_labels and not ctx.has_annotations:
             why.append("needs several annotations per example (--annotations)")
+        if self.heuristics and not ctx.can_compute_heuristics():
+            why.append(
+                f"needs heuristic attributes; no heuristic is defined for task {task.name!r} "
+                "(pass --attributes)"
+            )
+        why.extend(f"needs {m}" for m in self.missing_extras())
         for kind, flag in (
+            ("features", self.features),
             ("trained_model", self.trained_model),
             ("training_dynamics", self.training_dynamics),
         ):
             if flag and not ctx.can_build(kind):
                 why.append(f"needs {kind.replace('_', ' ')} (no provider is installed)")
         return why
+
+
+def module_available(name: str) -> bool:
+    """Whether ``name`` can be imported here (found on the path; not imported).
+
+    Examples
+    --------
+    >>> module_available("json"), module_available("no_such_module_xyz")
+    (True, False)
+    """
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 @dataclass
@@ -145,7 +199,7 @@ class AnalysisOutput:
     scores: pd.DataFrame
     metrics: dict[str, float]
     summary: str = ""
-    details: dict[str, Any] = field(default_factory=dict)
+    details: Details = field(default_factory=dict)
     fingerprints: dict[str, str] = field(default_factory=dict)
     #: Optional anti-biased marks for every split (see :data:`spurious.results.MARK_COLUMNS`).
     marks: pd.DataFrame | None = None
@@ -171,6 +225,10 @@ def register_analysis(cls: A) -> A:
 
 _LOADED = False
 
+#: Built-in analysis modules that could not be imported for lack of an optional
+#: dependency: module -> what to install (listed by ``spurious analyses``).
+UNAVAILABLE: dict[str, str] = {}
+
 
 def load_analyses() -> Registry[type[Analysis]]:
     """Import every built-in analysis module and installed plugin; return :data:`ANALYSES`.
@@ -184,7 +242,16 @@ def load_analyses() -> Registry[type[Analysis]]:
     for package_name in BUILTIN_PACKAGES:
         package = importlib.import_module(package_name)
         for info in pkgutil.walk_packages(package.__path__, prefix=package_name + "."):
-            importlib.import_module(info.name)
+            try:
+                importlib.import_module(info.name)
+            except ModuleNotFoundError as e:
+                # An analysis module must import without its extras; if one does not, the
+                # registry still loads and says which extra would bring it back.
+                missing = as_missing_dependency(e, info.name)
+                if missing is None:
+                    raise
+                UNAVAILABLE[info.name] = str(missing)
+                logger.warning("analysis module %s is unavailable: %s", info.name, missing)
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         try:
             ep.load()
@@ -199,7 +266,7 @@ def get_analysis(name: str) -> type[Analysis]:
     return load_analyses().get(name)
 
 
-class Analysis(BaseEstimator):
+class Analysis(BaseEstimator):  # type: ignore[misc]  # scikit-learn has no type hints
     """Base class of every analysis (detectors and model-facing evaluations).
 
     Subclasses store their keyword arguments in ``__init__`` (no logic there),
@@ -229,6 +296,11 @@ class Analysis(BaseEstimator):
     audit_order : int
         Where ``spurious audit`` runs it (lower first, then by name): model-free, cheap
         analyses that need no trained model come first, so their findings lead the report.
+    after : tuple of str
+        Analyses whose results this one reads from ``context.results`` when they run in
+        the same run (PECO reads cartography's confidence, PVI partial_input's g_x): the
+        runner runs them first whatever the order asked for, and the run's warnings say
+        when one of them was not run (or did not succeed).
     verdict_scale : VerdictScale or None
         Thresholds that turn the headline effect into a severity and a verdict.
     """
@@ -243,6 +315,7 @@ class Analysis(BaseEstimator):
     profiles: ClassVar[dict[str, dict[str, Any]]] = {}
     in_audit: ClassVar[bool] = True
     audit_order: ClassVar[int] = 50
+    after: ClassVar[tuple[str, ...]] = ()
     verdict_scale: ClassVar[VerdictScale | None] = None
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {}
 
@@ -277,11 +350,11 @@ class Analysis(BaseEstimator):
 
         self.validate_params()
         if context is None:
-            self._check_dataset(dataset, "dataset")
+            train = self._check_dataset(dataset, "dataset")
             if eval_dataset is not None:
                 self._check_dataset(eval_dataset, "eval_dataset")
                 self._check_uses_eval()
-            context = RunContext(dataset, eval_dataset, progress=progress)
+            context = RunContext(train, eval_dataset, progress=progress)
         elif dataset is not None or eval_dataset is not None:
             raise ParameterError(
                 f"{type(self).__name__}.run takes either datasets or a context, not both."
@@ -341,10 +414,10 @@ class Analysis(BaseEstimator):
         """The split whose examples the per-example scores cover (default: eval, else data)."""
         return context.target
 
-    def headline(self, result: Result) -> dict[str, Any]:
+    def headline(self, result: Result) -> Headline:
         """The finding in one line for the report overview (override per analysis).
 
-        Returns a dict with ``label``, ``value``, ``text``, ``verdict``, ``severity``
+        Returns a :class:`~spurious.results.Headline`: a dict with ``label``, ``value``, ``text``, ``verdict``, ``severity``
         (``"none"``, ``"low"``, ``"moderate"``, ``"high"`` or ``"info"``), ``inconclusive``
         and ``evidence`` (what the severity rests on); build it with
         :meth:`VerdictScale.headline` so that a severity always rests on an interval or a
@@ -420,7 +493,8 @@ class Analysis(BaseEstimator):
             timings={"total_s": round(elapsed, 4)},
         )
 
-    def _check_dataset(self, ds: Any, what: str) -> None:
+    def _check_dataset(self, ds: object, what: str) -> Dataset:
+        """``ds`` itself when it is a :class:`Dataset`; a DetectorError otherwise."""
         from spurious.data.dataset import Dataset
 
         if not isinstance(ds, Dataset):
@@ -428,6 +502,7 @@ class Analysis(BaseEstimator):
                 f"{type(self).__name__}.run expects a spurious Dataset as {what!r}; got "
                 f"{type(ds).__name__}. Load data with spurious.load_dataset()."
             )
+        return ds
 
     def _run(self, context: RunContext) -> AnalysisOutput:
         raise NotImplementedError  # pragma: no cover  (abstract)
@@ -457,7 +532,7 @@ def _plain(value: Any) -> Any:
 SEVERITY_ORDER = ("none", "low", "moderate", "high")
 
 
-def severity_of(effect: float | None, *, low: float, moderate: float, high: float) -> str:
+def severity_of(effect: float | None, *, low: float, moderate: float, high: float) -> Severity:
     """Map an effect size onto ``"none"`` / ``"low"`` / ``"moderate"`` / ``"high"``.
 
     Examples
@@ -536,8 +611,8 @@ class VerdictScale:
         p_value: float | None = None,
         null: str | None = None,
         measured: str | None = None,
-        severity: str | None = None,
-    ) -> dict[str, Any]:
+        severity: Severity | None = None,
+    ) -> Headline:
         """The headline dict, with the evidence its severity rests on.
 
         Parameters
@@ -561,14 +636,16 @@ class VerdictScale:
         lo = hi = None
         if interval is not None and _finite(interval[0]) and _finite(interval[1]):
             lo, hi = float(min(interval)), float(max(interval))
-        has_p = p_value is not None and p_value == p_value
+        # A p-value that is given and not NaN (None when there is none to test with).
+        p = p_value if p_value is not None and p_value == p_value else None
+        has_p = p is not None
         basis = [b for b, ok in (("interval", lo is not None), ("null_test", has_p)) if ok]
         inconclusive = False
         note = ""
         if severity is None:
-            if has_p and p_value > self.alpha:  # type: ignore[operator]
+            if p is not None and p > self.alpha:
                 severity = "none"
-                note = f"not distinguishable from {null or 'the null'} (p={p_value:.3g})"
+                note = f"not distinguishable from {null or 'the null'} (p={p:.3g})"
             elif lo is not None:
                 severity = self._severity(lo)
                 if severity == "none" and has_p:
@@ -593,6 +670,13 @@ class VerdictScale:
         verdict = self.verdicts.get(severity, "")
         if note:
             verdict = f"{verdict} ({note})" if verdict else note
+        evidence: Evidence = {
+            "basis": "+".join(basis) or "point",
+            "interval": None if lo is None or hi is None else [lo, hi],
+            "p_value": None if p is None else float(p),
+            "null": null,
+            "measured": measured or label,
+        }
         return {
             "label": label,
             "value": value,
@@ -600,15 +684,9 @@ class VerdictScale:
             "verdict": verdict,
             "severity": severity,
             "inconclusive": inconclusive,
-            "evidence": {
-                "basis": "+".join(basis) or "point",
-                "interval": None if lo is None else [lo, hi],
-                "p_value": float(p_value) if has_p else None,
-                "null": null,
-                "measured": measured or label,
-            },
+            "evidence": evidence,
         }
 
-    def _severity(self, effect: float | None) -> str:
+    def _severity(self, effect: float | None) -> Severity:
         sev = severity_of(effect, low=self.low, moderate=self.moderate, high=self.high)
         return "none" if sev == "info" else sev

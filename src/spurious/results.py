@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import pandas as pd
 
@@ -53,6 +54,89 @@ TABLE_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 #: The states a result can be in.
 STATUSES = ("ok", "failed", "skipped")
 
+#: A headline's severity (``"info"``: shown, not judged; see
+#: :class:`spurious.analysis.VerdictScale`).
+Severity = Literal["none", "low", "moderate", "high", "info"]
+
+#: A result's ``details``: extra JSON for the report (tables, curves), one object per
+#: analysis with keys of its own; plain JSON values once :meth:`Analysis.run
+#: <spurious.analysis.Analysis.run>` has passed them through
+#: :func:`~spurious.utils.io.to_jsonable`.
+Details = dict[str, Any]
+
+
+class Evidence(TypedDict):
+    """What a headline's severity rests on (``Headline["evidence"]``).
+
+    Attributes
+    ----------
+    basis : {"point", "interval", "null_test", "interval+null_test"}
+    interval : [float, float] or None
+        The 95% interval of the effect the severity was read from.
+    p_value : float or None
+        The test of the effect against ``null``.
+    null : str or None
+        The null in words ("shuffled labels", "the majority guess").
+    measured : str
+        What the number measures, in words.
+    """
+
+    basis: str
+    interval: list[float] | None
+    p_value: float | None
+    null: str | None
+    measured: str
+
+
+class Headline(TypedDict):
+    """An analysis' finding in one line: its card in the report's overview.
+
+    What :meth:`Analysis.headline <spurious.analysis.Analysis.headline>` returns, built
+    by :meth:`VerdictScale.headline <spurious.analysis.VerdictScale.headline>`; the
+    ``headline`` of ``result.json`` (see :func:`spurious.schema.headline_schema`).
+
+    Attributes
+    ----------
+    label : str
+        What was measured.
+    value : float or None
+        The headline number.
+    text : str
+        The figure in words.
+    verdict : str
+        The judgement in words.
+    severity : {"none", "low", "moderate", "high", "info"}
+    inconclusive : bool
+        The 95% interval spans more than one severity at this size.
+    evidence : Evidence
+    """
+
+    label: str
+    value: float | None
+    text: str
+    verdict: str
+    severity: Severity
+    inconclusive: bool
+    evidence: Evidence
+
+
+class PartialHeadline(TypedDict, total=False):
+    """A headline with keys missing, as a :class:`Result` may hold one.
+
+    Empty for a skipped or failed result and for runs older than headlines; results
+    built outside an analysis (the ``amplify`` action's) may give only ``label``,
+    ``value``, ``text``, ``verdict`` and ``severity``. Read it with ``.get``, as the
+    report's overview does.
+    """
+
+    label: str
+    value: float | None
+    text: str
+    verdict: str
+    severity: str
+    inconclusive: bool
+    evidence: Evidence
+
 
 @dataclass
 class Result:
@@ -75,17 +159,18 @@ class Result:
     summary : str
         One line a person can read.
     details : dict
-        Extra JSON for the report (tables, curves).
+        Extra JSON for the report (tables, curves); see :data:`Details`.
     status : {"ok", "failed", "skipped"}
         ``failed``: the analysis raised (``error`` says what); ``skipped``: its
         requirements were not met by the inputs (``error`` says which).
     error : str or None
         Why the result is ``failed`` or ``skipped``.
-    headline : dict
+    headline : Headline or PartialHeadline
         The finding in one line for the report's overview card: ``label`` (what was
         measured), ``value`` (the headline number, float or None), ``text`` (the figure
-        in words), ``verdict`` (a judgement in words) and ``severity`` (``"none"``,
-        ``"low"``, ``"moderate"``, ``"high"`` or ``"info"``).
+        in words), ``verdict`` (a judgement in words), ``severity`` (``"none"``,
+        ``"low"``, ``"moderate"``, ``"high"`` or ``"info"``), ``inconclusive`` and
+        ``evidence`` (see :class:`Headline`); empty when the result is skipped or failed.
     marks : pandas.DataFrame or None
         Anti-biased marks of every split (:data:`MARK_COLUMNS`).
     tables : dict of str to pandas.DataFrame
@@ -99,10 +184,10 @@ class Result:
     params: dict[str, Any] = field(default_factory=dict)
     provenance: Provenance = field(default_factory=Provenance)
     summary: str = ""
-    details: dict[str, Any] = field(default_factory=dict)
+    details: Details = field(default_factory=dict)
     status: str = "ok"
     error: str | None = None
-    headline: dict[str, Any] = field(default_factory=dict)
+    headline: Headline | PartialHeadline = field(default_factory=PartialHeadline)
     marks: pd.DataFrame | None = None
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
 
@@ -165,11 +250,13 @@ class Result:
         if split not in ("train", "eval"):
             raise ValueError(f"The 'split' argument must be 'train' or 'eval'; got {split!r}.")
         rows = table[(table["split"] == split) & table["anti_biased"]]
-        return rows["id"].astype(str).tolist()
+        ids: list[str] = rows["id"].astype(str).tolist()
+        return ids
 
     def _marks_of(self, definition: str | None) -> pd.DataFrame:
         defs = self.definitions
-        if not defs:
+        marks = self.marks
+        if not defs or marks is None:  # no marks means no definitions
             raise ValueError(f"The {self.detector!r} result marks no anti-biased examples.")
         if definition is None:
             if len(defs) > 1:
@@ -182,7 +269,7 @@ class Result:
             raise ValueError(
                 f"The 'definition' argument must be one of {defs}; got {definition!r}."
             )
-        return self.marks[self.marks["definition"] == definition]
+        return marks[marks["definition"] == definition]
 
     # -- persistence -------------------------------------------------------------------
     def save(self, directory: str | Path) -> Path:
@@ -273,6 +360,8 @@ class Result:
             marks = pd.read_parquet(marks_path) if marks_path.exists() else None
         except (OSError, ValueError) as e:
             raise ResultLoadError(f"Cannot read marks.parquet in {str(directory)!r}: {e}") from None
+        # As written by `save` (an empty headline for runs older than headlines).
+        headline: Headline | PartialHeadline = meta.get("headline") or PartialHeadline()
         tables: dict[str, pd.DataFrame] = {}
         for path in sorted((directory / "tables").glob("*.parquet")):
             if not TABLE_NAME.fullmatch(path.stem):
@@ -291,7 +380,7 @@ class Result:
             details=meta.get("details", {}),
             status=meta.get("status", "ok"),
             error=meta.get("error"),
-            headline=meta.get("headline") or {},
+            headline=headline,
             marks=check_marks(marks, meta["detector"]) if marks is not None else None,
             tables=tables,
         )
@@ -386,10 +475,19 @@ def _save_tables(tables: dict[str, pd.DataFrame], folder: Path) -> None:
     """Write ``tables`` as ``folder/<name>.parquet``; drop stale tables of an earlier run."""
     for name, frame in tables.items():
         folder.mkdir(exist_ok=True)
-        atomic_write(folder / f"{name}.parquet", lambda p, f=frame: f.to_parquet(p, index=False))
+        atomic_write(folder / f"{name}.parquet", _parquet_writer(frame))
     if folder.is_dir():
         for path in folder.glob("*.parquet"):
             if path.stem not in tables and TABLE_NAME.fullmatch(path.stem):
                 path.unlink()
         if not any(folder.iterdir()):
             folder.rmdir()
+
+
+def _parquet_writer(frame: pd.DataFrame) -> Callable[[Path], None]:
+    """A writer for :func:`~spurious.utils.io.atomic_write`: ``frame`` as parquet, no index."""
+
+    def write(path: Path) -> None:
+        frame.to_parquet(path, index=False)
+
+    return write

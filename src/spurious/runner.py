@@ -42,8 +42,13 @@ from spurious._version import __version__
 from spurious.analysis import Analysis, load_analyses
 from spurious.context import RunContext
 from spurious.data.dataset import Dataset
-from spurious.exceptions import DataFormatError, ParameterError, SpuriousError
-from spurious.inputs import INPUT_KEYS, attach_annotations, load_inputs
+from spurious.exceptions import (
+    DataFormatError,
+    ParameterError,
+    SpuriousError,
+    as_missing_dependency,
+)
+from spurious.inputs import INPUT_KEYS, load_inputs
 from spurious.provenance import Provenance, dependency_versions, now_iso
 from spurious.results import Result
 from spurious.utils.io import atomic_write_json, read_json, to_jsonable
@@ -194,7 +199,8 @@ def run_analyses(
     others' results. Each result is saved under ``out/<name>/`` as soon as it exists.
     """
     results: dict[str, Result] = {}
-    for analysis in analyses:
+    for analysis in order_analyses(analyses):
+        _note_missing_dependencies(analysis, context)
         start = time.perf_counter()
         unmet = analysis.unmet(context)
         if unmet:
@@ -203,15 +209,79 @@ def run_analyses(
             try:
                 res = analysis.run(context=context)
             except Exception as e:  # recorded, not swallowed: the result says "failed"
+                missing = as_missing_dependency(e, analysis.name)
+                if missing is not None:  # an extra that is not installed: skipped, not failed
+                    res = _placeholder(analysis, context, "skipped", str(missing), start)
+                    _keep(results, analysis, context, res, out, on_result)
+                    continue
                 if not isinstance(e, SpuriousError):
                     logger.error("analysis %s crashed:\n%s", analysis.name, traceback.format_exc())
                 res = _placeholder(analysis, context, "failed", f"{type(e).__name__}: {e}", start)
-        results[analysis.name] = context.results[analysis.name] = res
-        if out is not None:
-            res.save(Path(out) / analysis.name)
-        if on_result is not None:
-            on_result(res)
+        _keep(results, analysis, context, res, out, on_result)
     return results
+
+
+def _keep(
+    results: dict[str, Result],
+    analysis: Analysis,
+    context: RunContext,
+    res: Result,
+    out: str | Path | None,
+    on_result: Callable[[Result], None] | None,
+) -> None:
+    """Record a result: in the run, in the context (for later analyses), on disk, to the
+    caller's callback."""
+    results[analysis.name] = context.results[analysis.name] = res
+    if out is not None:
+        res.save(Path(out) / analysis.name)
+    if on_result is not None:
+        on_result(res)
+
+
+def order_analyses(analyses: Sequence[Analysis]) -> list[Analysis]:
+    """``analyses`` in the order asked for, except that each runs after those it reads.
+
+    An analysis declares the analyses whose results it reads (``after``); when they are
+    in the same run they go first. Otherwise the order is kept (stable).
+
+    Examples
+    --------
+    >>> class _A:
+    ...     def __init__(self, name, after=()):
+    ...         self.name, self.after = name, after
+    >>> [a.name for a in order_analyses([_A("peco", ("cartography",)), _A("cartography")])]
+    ['cartography', 'peco']
+    """
+    pending = list(analyses)
+    names = {a.name for a in pending}
+    placed: list[Analysis] = []
+    done: set[str] = set()
+    while pending:
+        for i, analysis in enumerate(pending):
+            if all(dep in done or dep not in names for dep in analysis.after):
+                placed.append(pending.pop(i))
+                done.add(analysis.name)
+                break
+        else:
+            cycle = sorted(a.name for a in pending)
+            raise ParameterError(
+                f"The analyses {cycle} each wait for another's result ('after'); the order "
+                "cannot be resolved."
+            )
+    return placed
+
+
+def _note_missing_dependencies(analysis: Analysis, context: RunContext) -> None:
+    """Say when an analysis that reads another's result runs without it."""
+    for dep in analysis.after:
+        prev = context.results.get(dep)
+        if prev is not None and prev.status == "ok":
+            continue
+        state = "was not run" if prev is None else f"was {prev.status}"
+        context.warnings.append(
+            f"{analysis.name} uses the result of {dep} when both run; {dep} {state} in this "
+            f"run, so {analysis.name} ran without it."
+        )
 
 
 def _placeholder(
@@ -284,7 +354,9 @@ RUN_FILES = ("manifest.json", "report.html")
 STALE_TMP_SECONDS = 60.0
 
 
-def prepare_out(out: str | Path, config: Mapping[str, Any], *, force: bool = False) -> Path:
+def prepare_out(
+    out: str | os.PathLike[str], config: Mapping[str, Any], *, force: bool = False
+) -> Path:
     """Make ``out`` ready for a run of ``config``; refuse to mix runs or lose files.
 
     - ``out`` must be a directory or not exist, and be writable;
@@ -386,7 +458,7 @@ def check_run_dir(run_dir: str | Path) -> list[str]:
 def execute(
     config: Mapping[str, Any],
     *,
-    out: str | Path | None = None,
+    out: str | os.PathLike[str] | None = None,
     command: Sequence[str] | str = "spurious (python)",
     progress: bool | None = None,
     report: bool = True,
@@ -394,6 +466,7 @@ def execute(
     on_result: Callable[[Result], None] | None = None,
     before_run: Callable[[RunContext, list[Analysis]], None] | None = None,
     force: bool = False,
+    datasets: Mapping[str, Dataset] | None = None,
 ) -> Run:
     """Run a config end to end: inputs, analyses, results, manifest, report.
 
@@ -413,8 +486,11 @@ def execute(
     report : bool, default=True
         Render ``out/report.html``.
     context : RunContext, optional
-        Use these inputs instead of loading ``config["inputs"]`` (the API passes
-        in-memory datasets this way).
+        Use these inputs instead of loading ``config["inputs"]``.
+    datasets : mapping, optional
+        In-memory datasets for ``data`` / ``eval`` / ``heuristics_train`` (the API); the
+        other inputs of ``config["inputs"]`` are loaded as usual (see
+        :func:`~spurious.inputs.load_inputs`).
     on_result : callable, optional
         Called with each result as soon as it exists (the CLI prints a line).
     before_run : callable, optional
@@ -424,8 +500,10 @@ def execute(
     """
     t0 = time.perf_counter()
     config = normalise_config(config)
-    analyses = build_analyses(config["analyses"])
-    ctx = context if context is not None else load_inputs(config["inputs"], progress=progress)
+    analyses = order_analyses(build_analyses(config["analyses"]))
+    ctx = context
+    if ctx is None:
+        ctx = load_inputs(config["inputs"], progress=progress, datasets=datasets)
     if progress is not None:
         ctx.progress = progress
     for analysis in analyses:
@@ -446,15 +524,15 @@ def execute(
     if out is not None:
         out = Path(out)
         inputs = config["inputs"]
-        datasets = {"train": dataset_entry(ctx.train, _source(inputs.get("data")))}
+        entries = {"train": dataset_entry(ctx.train, _source(inputs.get("data")))}
         if ctx.eval is not None:
-            datasets["eval"] = dataset_entry(ctx.eval, _source(inputs.get("eval")))
+            entries["eval"] = dataset_entry(ctx.eval, _source(inputs.get("eval")))
         write_manifest(
             out,
             command=command,
             config=config,
             seed=config["seed"],
-            datasets=datasets,
+            datasets=entries,
             results=results,
             timings=timings,
             warnings=ctx.warnings,
@@ -490,9 +568,9 @@ def run(
     *,
     eval: str | os.PathLike[str] | Dataset | None = None,
     analyses: Sequence[str] | Mapping[str, Mapping[str, Any]] | None = None,
-    predictions: Sequence[str | os.PathLike[str]] = (),
+    predictions: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (),
     attributes: str | os.PathLike[str] | None = None,
-    heuristics_train: str | os.PathLike[str] | None = None,
+    heuristics_train: str | os.PathLike[str] | Dataset | None = None,
     annotations: str | os.PathLike[str] | None = None,
     field_map: Mapping[str, str] | None = None,
     format: str | None = None,
@@ -520,12 +598,15 @@ def run(
     analyses : list of names, or {name: params}, optional
         Default: every registered analysis that ``spurious audit`` would pick.
     predictions, attributes, heuristics_train, annotations, field_map, format
-        As on the command line.
+        As on the command line; ``heuristics_train`` may be a Dataset too. Every input
+        is used whether ``data`` is a path or a Dataset (``field_map`` and ``format``
+        apply to the splits given as paths); a file that does not exist is an error
+        naming it.
     predictions_id_field, predictions_value_field, predictions_align, predictions_kind
         How prediction files are read (``--id-field``, ``--value-field``, ``--align``,
         ``--prediction-kind``); see :func:`spurious.data.predictions.load_predictions`
-        (``id_field``, ``value_field``, ``align``, ``kind``). With an in-memory
-        ``data``, predictions are aligned to ``eval`` (else ``data``) the same way.
+        (``id_field``, ``value_field``, ``align``, ``kind``); aligned to ``eval``,
+        else ``data``.
     annotations_min_match : float, optional
         Smallest share of the ``annotations`` file's examples that must match a row
         (``--min-annotation-match``; default 0.5); see
@@ -554,65 +635,53 @@ def run(
     >>> r["partial_input"].metrics["delta_maj_hypothesis_only"] > 0.05
     True
     """
-    how = {
-        "id_field": predictions_id_field,
-        "value_field": predictions_value_field,
-        "align": predictions_align,
-        "kind": predictions_kind,
-    }
-    in_memory = isinstance(data, Dataset)
-    if in_memory:
-        ev_ds = eval if isinstance(eval, Dataset) else None
-        if annotations is not None:  # the judged split: eval, else data
-            judged = attach_annotations(
-                ev_ds if ev_ds is not None else data, annotations, min_match=annotations_min_match
-            )
-            ev_ds, data = (judged, data) if ev_ds is not None else (None, judged)
-        preds = []
-        if predictions:
-            from spurious.data.predictions import load_predictions
-
-            target = ev_ds if ev_ds is not None else data
-            preds = [load_predictions(p, target, **how) for p in predictions]
-        ctx = RunContext(data, ev_ds, predictions=preds, progress=progress)
-        inputs: dict[str, Any] = {"data": f"<in-memory {data.name}>", "task": data.task.name}
-        if isinstance(eval, Dataset):
-            inputs["eval"] = f"<in-memory {eval.name}>"
-        inputs["predictions"] = [os.fspath(p) for p in predictions]
-    else:
-        if data is None or task is None:
+    if data is None or (task is None and not isinstance(data, Dataset)):
+        raise ParameterError("run() needs 'data' (a path or a Dataset) and, for a path, 'task'.")
+    if isinstance(predictions, str | os.PathLike):
+        predictions = [predictions]
+    # In-memory datasets are passed to load_inputs beside the config, which records them
+    # by name; every other input is read exactly as from files.
+    in_memory: dict[str, Dataset] = {}
+    inputs: dict[str, Any] = {}
+    for key, value in (("data", data), ("eval", eval), ("heuristics_train", heuristics_train)):
+        if isinstance(value, Dataset):
+            in_memory[key] = value
+            inputs[key] = f"<in-memory {value.name}>"
+        else:
+            inputs[key] = None if value is None else os.fspath(value)
+    if "data" in in_memory:
+        data_task = in_memory["data"].task.name
+        if task is not None and task != data_task:
             raise ParameterError(
-                "run() needs 'data' (a path or a Dataset) and, for a path, 'task'."
+                f"run(task={task!r}) but the in-memory 'data' has task {data_task!r}."
             )
-        ctx = None
-        inputs = {
-            "data": os.fspath(data),
-            "task": task,
-            "eval": None if eval is None else os.fspath(eval),
-            "format": format,
-            "field_map": dict(field_map or {}),
-            "predictions": [os.fspath(p) for p in predictions],
-            "attributes": None if attributes is None else os.fspath(attributes),
-            "heuristics_train": None if heuristics_train is None else os.fspath(heuristics_train),
-            "annotations": None if annotations is None else os.fspath(annotations),
-        }
+        task = data_task
+    inputs.update(
+        task=task,
+        format=format,
+        field_map=dict(field_map or {}),
+        predictions=[os.fspath(p) for p in predictions],
+        attributes=None if attributes is None else os.fspath(attributes),
+        annotations=None if annotations is None else os.fspath(annotations),
+    )
     # Only non-default readings are recorded, so existing configs stay unchanged.
-    for key, value, default in (
+    readings: tuple[tuple[str, str | float | None, str | None], ...] = (
         ("predictions_id_field", predictions_id_field, None),
         ("predictions_value_field", predictions_value_field, None),
         ("predictions_align", predictions_align, "id"),
         ("predictions_kind", predictions_kind, "auto"),
         ("annotations_min_match", annotations_min_match, None),
-    ):
-        if value != default:
-            inputs[key] = value
+    )
+    for key, reading, default in readings:
+        if reading != default:
+            inputs[key] = reading
     spec = audit_plan(profile=profile, seed=seed) if analyses is None else analyses
     if not isinstance(spec, Mapping):
         spec = {name: {} for name in spec}
     spec = {n: {**_seeded(n, seed, p)} for n, p in spec.items()}
     config = {"inputs": inputs, "analyses": spec, "seed": seed, "profile": profile}
     # An in-memory dataset cannot be re-loaded from the config; it is recorded by name.
-    return execute(config, out=out, progress=progress, context=ctx, force=force)
+    return execute(config, out=out, progress=progress, datasets=in_memory, force=force)
 
 
 def _seeded(name: str, seed: int, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -23,15 +23,17 @@ Datasets built in memory with :meth:`~spurious.data.Dataset.from_frame` have no
 recorded input: they are written from their canonical frame (without the derived
 ``label_id``), with ``field_map`` renaming canonical fields back to source names. TSV is
 written unquoted, as NLP corpora are and as :func:`spurious.load_dataset` reads it.
+
+The entry points are here; the input's own rows are in
+:mod:`~spurious.actions.input_rows`, the writers by format in
+:mod:`~spurious.actions.file_writers` and the Hugging Face outputs in
+:mod:`~spurious.actions.hf_output`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -39,11 +41,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from spurious.actions.records import read_json_records, write_json_records
-from spurious.data.dataset import Dataset, InputSource
-from spurious.exceptions import DataFormatError, DetectorError, ParameterError
+from spurious.actions.file_writers import (
+    write_arrow_as_parquet,
+    write_canonical,
+    write_frame,
+    write_records,
+    write_squad,
+)
+from spurious.actions.hf_output import hf_from_frame, hf_like_input, save_hf
+from spurious.actions.input_rows import raw_rows, require_source, source_frame, typed_labels
+from spurious.data.dataset import Dataset
+from spurious.exceptions import DetectorError, ParameterError
 from spurious.results import DetectorResult
-from spurious.utils.io import atomic_write, atomic_write_text
+from spurious.utils.io import atomic_write
 
 logger = logging.getLogger(__name__)
 
@@ -65,8 +75,6 @@ _SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "cs
              ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet"}  # fmt: skip
 #: Formats whose files hold Arrow tables (with the Hugging Face features, if any).
 _ARROW_FORMATS = ("parquet", "arrow", "hf_disk")
-# Columns the library adds to a Dataset frame; not part of the user's data.
-_DERIVED = ("label_id",)
 
 
 def _flag_column(result: DetectorResult) -> str:
@@ -158,19 +166,6 @@ def _infer_format(path: Path, fmt: str | None) -> str:
     )
 
 
-def _source_frame(dataset: Dataset, field_map: Mapping[str, str] | None) -> pd.DataFrame:
-    frame = dataset.frame.drop(columns=[c for c in _DERIVED if c in dataset.frame.columns])
-    if field_map:
-        unknown = [k for k in field_map if k not in frame.columns]
-        if unknown:
-            raise ParameterError(
-                f"The 'field_map' parameter names field(s) {unknown} that the dataset does not "
-                f"have (columns: {list(map(str, frame.columns))})."
-            )
-        frame = frame.rename(columns=dict(field_map))
-    return frame
-
-
 def filter_source(dataset: Dataset, result: DetectorResult, *, add_id: bool = True) -> Any:
     """The rows ``result`` did not flag, in the form the input had (see the module docstring).
 
@@ -203,10 +198,10 @@ def filter_source(dataset: Dataset, result: DetectorResult, *, add_id: bool = Tr
     (['sentence', 'label'], [1, 1])
     """
     keep = kept_mask(dataset, result)
-    src = _require_source(dataset)
+    src = require_source(dataset)
     if src.kind == "hf" or src.format == "hf_disk":
-        return _hf_like_input(dataset, src, keep, add_id)
-    return _raw_rows(dataset, src, keep, add_id, reset_index=src.kind != "dataframe")
+        return hf_like_input(dataset, src, keep, add_id)
+    return raw_rows(dataset, src, keep, add_id, reset_index=src.kind != "dataframe")
 
 
 def write_filtered(
@@ -294,23 +289,23 @@ def write_rows(
     keep = _check_keep(dataset, keep)
     src = dataset.source
     if src is None:
-        _write_canonical(dataset.subset(np.flatnonzero(keep)), path, fmt, field_map)
+        write_canonical(dataset.subset(np.flatnonzero(keep)), path, fmt, field_map)
     elif fmt == "hf":
-        _save_hf(_hf_like_input(dataset, src, keep, add_id), path)
+        save_hf(hf_like_input(dataset, src, keep, add_id), path)
     elif src.kind == "hf" and fmt == "parquet":
-        hf = _hf_like_input(dataset, src, keep, add_id, whole_dict=False)
+        hf = hf_like_input(dataset, src, keep, add_id, whole_dict=False)
         atomic_write(path, lambda p: hf.to_parquet(str(p)))
     elif fmt == src.format == "jsonl" or (fmt == src.format == "json"):
-        _write_records(dataset, src, keep, add_id, path, fmt)
+        write_records(dataset, src, keep, add_id, path, fmt)
     elif fmt == src.format == "squad" or (fmt == "json" and src.format == "squad"):
-        _write_squad(dataset, src, keep, path)
+        write_squad(dataset, src, keep, path)
     elif fmt == "parquet" and src.kind == "file" and src.format in _ARROW_FORMATS:
-        _write_arrow_as_parquet(dataset, src, keep, add_id, path)
+        write_arrow_as_parquet(dataset, src, keep, add_id, path)
     else:
-        frame = _raw_rows(dataset, src, keep, add_id, reset_index=True)
+        frame = raw_rows(dataset, src, keep, add_id, reset_index=True)
         if src.format in ("csv", "tsv") and fmt not in ("csv", "tsv"):
-            frame = _typed_labels(frame, src)
-        _write_frame(frame, path, fmt)
+            frame = typed_labels(frame, src)
+        write_frame(frame, path, fmt)
     logger.info("wrote %d of %d rows to %s (%s)", int(keep.sum()), len(dataset), path, fmt)
     return path
 
@@ -338,14 +333,8 @@ def rows_as_hf(
     keep = _check_keep(dataset, keep)
     src = dataset.source
     if src is None:
-        return _hf_from_frame(_source_frame(dataset.subset(np.flatnonzero(keep)), field_map), None)
-    return _hf_like_input(dataset, src, keep, add_id, whole_dict=False)
-
-
-def save_hf(obj: Any, path: str | os.PathLike[str]) -> Path:
-    """``obj.save_to_disk`` into ``path`` atomically: built beside it, then swapped in."""
-    _save_hf(obj, Path(path))
-    return Path(path)
+        return hf_from_frame(source_frame(dataset.subset(np.flatnonzero(keep)), field_map), None)
+    return hf_like_input(dataset, src, keep, add_id, whole_dict=False)
 
 
 def _check_keep(dataset: Dataset, keep: Any) -> np.ndarray:
@@ -356,294 +345,6 @@ def _check_keep(dataset: Dataset, keep: Any) -> np.ndarray:
             f"{dataset.name!r}); got dtype {keep.dtype} and shape {keep.shape}."
         )
     return keep
-
-
-# -- the input's own rows ----------------------------------------------------------------
-
-
-def _require_source(dataset: Dataset) -> InputSource:
-    if dataset.source is None:
-        raise ParameterError(
-            f"Dataset {dataset.name!r} has no recorded input (it was built in memory, not by "
-            "spurious.load_dataset): there is no input form to return. Use filter_dataset(), "
-            "or write_filtered(..., field_map=...) to write its canonical columns."
-        )
-    return dataset.source
-
-
-def _raw_rows(
-    dataset: Dataset, src: InputSource, keep: np.ndarray, add_id: bool, *, reset_index: bool
-) -> pd.DataFrame:
-    """The kept rows of the input, with the input's columns and values (+ ``id``)."""
-    if src.kind == "dataframe":
-        raw = src.obj
-    elif src.kind == "hf":
-        obj = src.obj[src.split] if src.split is not None else src.obj
-        raw = obj.to_pandas()
-    else:
-        raw = _reread(src)
-    _check_unchanged(dataset, src, raw)
-    out = raw.iloc[src.rows[keep]].copy()
-    if reset_index:
-        out = out.reset_index(drop=True)
-    if add_id and src.id_column is None:
-        out.insert(0, "id", dataset.ids[keep])
-    return out
-
-
-def _reread(src: InputSource) -> pd.DataFrame:
-    from spurious.data.readers import READERS, read_hf_disk
-
-    path = Path(src.path or "")
-    if not path.exists():
-        raise DataFormatError(
-            f"The input {str(path)!r} no longer exists; the filtered rows are re-read from it."
-        )
-    if src.format == "hf_disk":
-        frame, _ = read_hf_disk(path, src.split)
-    else:
-        frame, _ = READERS[src.format](path)
-    frame.attrs.pop("hf_features", None)
-    return frame
-
-
-def _check_unchanged(dataset: Dataset, src: InputSource, raw: pd.DataFrame) -> None:
-    """Refuse to write rows of an input that changed since it was loaded."""
-    changed = len(raw) != src.n_source_rows
-    if not changed:
-        for f in dataset.task.text_fields:
-            col = src.columns.get(f, f)
-            if col in raw.columns and not raw[col].iloc[src.rows].astype(str).reset_index(
-                drop=True
-            ).equals(dataset.frame[f].reset_index(drop=True)):
-                changed = True
-                break
-    if changed:
-        where = src.path or f"the in-memory {src.kind}"
-        raise DataFormatError(
-            f"The input of dataset {dataset.name!r} ({where}) changed since it was loaded "
-            f"({len(raw)} rows now, {src.n_source_rows} then, or different texts); reload it "
-            "and rerun the analysis before writing the filtered rows."
-        )
-
-
-def _typed_labels(frame: pd.DataFrame, src: InputSource) -> pd.DataFrame:
-    """CSV/TSV cells are read as text: give an all-integer label column its integers back."""
-    col = src.columns.get("label", "label")
-    if col in frame.columns:
-        text = frame[col].astype(str).str.strip()
-        if len(text) and text.str.fullmatch(r"-?\d+").all():
-            frame[col] = text.astype(np.int64)
-    return frame
-
-
-def _write_frame(frame: pd.DataFrame, path: Path, fmt: str) -> None:
-    if fmt == "jsonl":
-        atomic_write(
-            path, lambda p: frame.to_json(p, orient="records", lines=True, force_ascii=False)
-        )
-    elif fmt == "json":
-        atomic_write(path, lambda p: frame.to_json(p, orient="records", force_ascii=False))
-    elif fmt == "csv":
-        atomic_write(path, lambda p: frame.to_csv(p, index=False))
-    elif fmt == "tsv":
-        text = _tsv_text(frame)
-        atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"))
-    elif fmt == "parquet":
-        atomic_write(path, lambda p: frame.to_parquet(p, index=False))
-    else:  # pragma: no cover - _infer_format only lets known formats through
-        raise ParameterError(f"Unsupported output format {fmt!r}.")
-
-
-def _write_canonical(
-    kept: Dataset, path: Path, fmt: str, field_map: Mapping[str, str] | None
-) -> None:
-    frame = _source_frame(kept, field_map)
-    if fmt == "hf":
-        _save_hf(_hf_from_frame(frame, None), path)
-    else:
-        _write_frame(frame, path, fmt)
-
-
-def _write_records(
-    dataset: Dataset, src: InputSource, keep: np.ndarray, add_id: bool, path: Path, fmt: str
-) -> None:
-    """JSONL / JSON array input -> the same records, unchanged, in the same layout."""
-    _check_unchanged(dataset, src, _reread(src))
-    records, wrapper = read_json_records(Path(src.path or ""), fmt)
-    ids = dataset.ids[keep]
-    out = []
-    for j, i in enumerate(src.rows[keep].tolist()):
-        rec = records[i]
-        out.append({"id": ids[j], **rec} if add_id and src.id_column is None else rec)
-    write_json_records(path, out, fmt, wrapper)
-
-
-def _write_squad(dataset: Dataset, src: InputSource, keep: np.ndarray, path: Path) -> None:
-    """SQuAD's nested JSON without the removed questions (and the then-empty paragraphs)."""
-    _check_unchanged(dataset, src, _reread(src))
-    obj = json.loads(Path(src.path or "").read_text(encoding="utf-8-sig"))
-    kept = set(dataset.ids[keep].tolist())
-    articles = []
-    for article in obj["data"]:
-        paragraphs = []
-        for para in article["paragraphs"]:
-            qas = [qa for qa in para["qas"] if str(qa["id"]) in kept]
-            if qas:
-                paragraphs.append({**para, "qas": qas})
-        if paragraphs:
-            articles.append({**article, "paragraphs": paragraphs})
-    atomic_write_text(path, json.dumps({**obj, "data": articles}, ensure_ascii=False) + "\n")
-
-
-def _write_arrow_as_parquet(
-    dataset: Dataset, src: InputSource, keep: np.ndarray, add_id: bool, path: Path
-) -> None:
-    """Parquet / Arrow / save_to_disk input -> Parquet with the same schema and metadata."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from spurious.data.readers import (
-        HF_DATASET_FILE,
-        hf_disk_split_folder,
-        read_arrow_table,
-    )
-
-    _check_unchanged(dataset, src, _reread(src))
-    in_path = Path(src.path or "")
-    if src.format == "parquet":
-        table = pq.read_table(in_path)
-    elif src.format == "arrow":
-        table = read_arrow_table(in_path)
-    else:
-        folder = hf_disk_split_folder(in_path, src.split)
-        state = json.loads((folder / HF_DATASET_FILE).read_text(encoding="utf-8"))
-        tables = [read_arrow_table(folder / f["filename"]) for f in state["_data_files"]]
-        table = pa.concat_tables(tables)
-    table = table.take(pa.array(src.rows[keep]))
-    if add_id and src.id_column is None:
-        table = table.add_column(0, "id", pa.array(dataset.ids[keep].tolist(), pa.string()))
-        table = table.replace_schema_metadata(_metadata_with_id(table.schema.metadata))
-    atomic_write(path, lambda p: pq.write_table(table, p))
-
-
-def _metadata_with_id(metadata: dict | None) -> dict | None:
-    """Schema metadata with the added ``id`` column declared in the HF features (if any)."""
-    if not metadata or b"huggingface" not in metadata:
-        return metadata
-    meta = dict(metadata)
-    try:
-        hf = json.loads(meta[b"huggingface"])
-        features = hf["info"]["features"]
-        hf["info"]["features"] = {"id": {"dtype": "string", "_type": "Value"}, **features}
-    except (ValueError, KeyError, TypeError):
-        return metadata
-    meta[b"huggingface"] = json.dumps(hf).encode()
-    # pandas' own metadata describes the old columns; drop it rather than mislead.
-    meta.pop(b"pandas", None)
-    return meta
-
-
-# -- Hugging Face ------------------------------------------------------------------------
-
-
-def _import_datasets(what: str) -> Any:
-    from spurious.exceptions import missing_dependency
-
-    try:
-        import datasets
-    except ImportError:
-        raise missing_dependency("datasets", "hf", what) from None
-    return datasets
-
-
-def _hf_like_input(
-    dataset: Dataset, src: InputSource, keep: np.ndarray, add_id: bool, whole_dict: bool = True
-) -> Any:
-    """The kept rows as a Hugging Face object of the input's type, features kept.
-
-    A ``DatasetDict`` input (object or folder) comes back as a DatasetDict with its
-    loaded split filtered (``whole_dict=False``: only that split, as a Dataset); any
-    other input becomes a ``datasets.Dataset`` with the input's columns and, when the
-    input carried them, its features.
-    """
-    datasets = _import_datasets("A Hugging Face dataset of the filtered rows")
-    if src.kind == "hf":
-        obj = src.obj
-    elif src.format == "hf_disk":
-        obj = datasets.load_from_disk(str(src.path))
-    else:
-        frame = _raw_rows(dataset, src, keep, add_id, reset_index=True)
-        if src.format in ("csv", "tsv"):
-            frame = _typed_labels(frame, src)
-        return _hf_from_frame(frame, src.hf_features)
-    is_dict = src.split is not None
-    split = obj[src.split] if is_dict else obj
-    if len(split) != src.n_source_rows:
-        raise DataFormatError(
-            f"The input of dataset {dataset.name!r} has {len(split)} rows now, "
-            f"{src.n_source_rows} when it was loaded; reload it before filtering."
-        )
-    kept = split.select(src.rows[keep].tolist())
-    if add_id and src.id_column is None:
-        kept = kept.add_column("id", dataset.ids[keep].tolist())
-        kept = kept.select_columns(["id", *[c for c in kept.column_names if c != "id"]])
-    if not (is_dict and whole_dict):
-        return kept
-    return datasets.DatasetDict({k: (kept if k == src.split else v) for k, v in obj.items()})
-
-
-def _hf_from_frame(frame: pd.DataFrame, features: dict | None) -> Any:
-    datasets = _import_datasets("Writing a Hugging Face dataset")
-    feats = None
-    if features:
-        full = dict(features)
-        if "id" in frame.columns and "id" not in full:
-            full = {"id": {"dtype": "string", "_type": "Value"}, **full}
-        if set(full) == set(frame.columns):
-            feats = datasets.Features.from_dict({c: full[c] for c in frame.columns})
-    return datasets.Dataset.from_pandas(frame, features=feats, preserve_index=False)
-
-
-def _save_hf(hf: Any, path: Path) -> None:
-    # save_to_disk writes a folder: build it beside the target, then swap it in.
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
-    try:
-        hf.save_to_disk(str(tmp / "data"))
-        old = None
-        if path.exists():
-            old = path.with_name(f".{path.name}.old")
-            os.replace(path, old)
-        os.replace(tmp / "data", path)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _tsv_text(frame: pd.DataFrame) -> str:
-    """Unquoted TSV, as NLP corpora (GLUE, SNLI) write it and our reader reads it."""
-
-    def cell(v: object) -> str:
-        if v is None or (isinstance(v, float) and np.isnan(v)):
-            return ""
-        return str(v)
-
-    lines = ["\t".join(map(str, frame.columns))]
-    for i, rec in enumerate(frame.itertuples(index=False, name=None)):
-        cells = [cell(v) for v in rec]
-        bad = [
-            c for c, v in zip(frame.columns, cells, strict=True) if any(ch in v for ch in "\t\r\n")
-        ]
-        if bad:
-            raise DataFormatError(
-                f"Row {i + 1} (id {frame['id'].iloc[i] if 'id' in frame else i!r}) has a tab or "
-                f"line break in field(s) {bad}; unquoted TSV cannot hold it. Write .jsonl, .csv "
-                "or .parquet instead."
-            )
-        lines.append("\t".join(cells))
-    return "\n".join(lines) + "\n"
 
 
 def output_format(path: str | Path, fmt: str | None = None) -> str:

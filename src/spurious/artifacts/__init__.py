@@ -68,4 +68,5 @@ def builtin_provider(kind: str) -> Callable[..., Any]:
 @functools.cache
 def _load(target: str) -> Callable[..., Any]:
     module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
+    provider: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    return provider

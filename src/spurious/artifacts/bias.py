@@ -99,7 +99,10 @@ def train_heuristic(ctx: RunContext, name: str) -> np.ndarray:
     """Values of heuristic ``name`` on the training split (fit on itself)."""
     from spurious.heuristics import compute_heuristics
 
-    return compute_heuristics(ctx.train, [name], train=ctx.train)[name].to_numpy(dtype=float)
+    values: np.ndarray = compute_heuristics(ctx.train, [name], train=ctx.train)[name].to_numpy(
+        dtype=float
+    )
+    return values
 
 
 def heuristic_sample_size(attribute: Any) -> int:
@@ -165,8 +168,15 @@ def bias_probabilities(
     """
     kind, arg = parse_bias_spec(spec)
     y = np.asarray(ctx.train.labels)
-    has_eval = score_eval and ctx.eval is not None
-    opts = {"epochs": epochs, "hidden_size": hidden_size, "n_classes": ctx.train.n_classes}
+    # The evaluation split to score (None: there is none, or ``score_eval`` is off).
+    eval_ds = ctx.eval if score_eval else None
+    has_eval = eval_ds is not None
+    # The fast MLP's budget, passed on as keyword arguments to every bias model.
+    opts: dict[str, Any] = {
+        "epochs": epochs,
+        "hidden_size": hidden_size,
+        "n_classes": ctx.train.n_classes,
+    }
     seed = int(random_state)
     info: dict[str, Any] = {"kind": kind}
 
@@ -187,8 +197,9 @@ def bias_probabilities(
             view=view, temperature=fit.temperature, epochs=fit.epochs, fold_epochs=fit.fold_epochs
         )
         before = {}
-        if has_eval:
-            before = calibration_metrics(fit.eval_probs_before, np.asarray(ctx.eval.labels))
+        # fit_bias_model scores the evaluation rows (eval_probs_before) when given them.
+        if eval_ds is not None and fit.eval_probs_before is not None:
+            before = calibration_metrics(fit.eval_probs_before, np.asarray(eval_ds.labels))
         info["metrics"] = {
             "temperature": fit.temperature,
             "epochs": float(fit.epochs),
@@ -215,7 +226,7 @@ def bias_probabilities(
         info.update(heuristic=arg, **split)
     else:
         b_train = load_bias_file(arg, ctx.train)
-        b_eval = load_bias_file(arg, ctx.eval) if has_eval else None
+        b_eval = load_bias_file(arg, eval_ds) if eval_ds is not None else None
         info["file"] = arg
     info["train_accuracy"] = float((b_train.argmax(1) == y).mean())
     return BiasProbabilities(b_train, b_eval, info)

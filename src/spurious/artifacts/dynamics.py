@@ -128,12 +128,15 @@ def training_dynamics(
     model = model or "mlp"
     epochs = 10 if epochs is None else epochs
     start = time.perf_counter()
+    # The ids are object arrays of str (Dataset.ids); models.dynamics reads them as any
+    # iterable but annotates them `Sequence[Any]`, which an ndarray is not: the ignores
+    # go (warn_unused_ignores says when) once it accepts `Sequence[Any] | np.ndarray`.
     if held_out_folds is not None:
         frame = crossfit_dynamics(
             X_train,
             ctx.train.labels,
             n_folds=held_out_folds,
-            ids=ctx.train.ids,
+            ids=ctx.train.ids,  # type: ignore[arg-type]  # see above
             model=model,
             epochs=epochs,
             n_classes=ctx.train.n_classes,
@@ -149,8 +152,8 @@ def training_dynamics(
             model=model,
             epochs=epochs,
             n_classes=ctx.train.n_classes,
-            train_ids=ctx.train.ids,
-            eval_ids=None if ctx.eval is None else ctx.eval.ids,
+            train_ids=ctx.train.ids,  # type: ignore[arg-type]  # see above
+            eval_ids=None if ctx.eval is None else ctx.eval.ids,  # type: ignore[arg-type]
             random_state=random_state,
             **options,
         )

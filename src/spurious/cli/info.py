@@ -49,9 +49,18 @@ def list_analyses() -> None:
     from spurious.analysis import load_analyses
 
     for name, cls in load_analyses().items():
-        click.secho(f"{name} ({cls.kind})", bold=True)
+        missing = cls.requires.missing_extras()
+        state = " - unavailable here" if missing else ""
+        click.secho(f"{name} ({cls.kind}){state}", bold=True)
         click.echo(f"  {cls.description}")
         click.echo(f"  requires: {', '.join(cls.requires.needs()) or '-'}")
+        for why in missing:
+            click.echo(f"  unavailable: {why}")
+    from spurious.analysis import UNAVAILABLE
+
+    for module, why in UNAVAILABLE.items():
+        click.secho(f"{module} - unavailable here", bold=True)
+        click.echo(f"  {why}")
         for metric, doc in cls.metric_docs.items():
             click.echo(f"    {metric}: {doc}")
 

@@ -6,6 +6,7 @@ import logging
 import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -103,73 +104,26 @@ def load_dataset(
     [['A dog runs.', 'entailment'], ['A cat sits.', 'contradiction']]
     """
     task_obj = get_task(task)
-    features: dict | None = None
-    taken_split: str | None = None
-    if isinstance(source, pd.DataFrame):
-        dup = source.columns[source.columns.duplicated()].unique().tolist()
-        if dup:
-            raise SchemaError(
-                f"The DataFrame has duplicated column name(s) {dup}; every column needs a "
-                "distinct name (rename or drop the duplicates)."
-            )
-        frame, rows, default_name = source.copy(), None, "dataframe"
-        kind, fmt, path_str = "dataframe", None, None
-        # A frame from spurious' readers carries the HF features of its file.
-        features = frame.attrs.pop("hf_features", None)
-    elif hasattr(source, "to_pandas") or (hasattr(source, "keys") and _is_hf(source)):
-        frame, features, taken_split = _from_hf(source, split)
-        rows, default_name = None, "hf_dataset"
-        kind, fmt, path_str = "hf", None, None
-    elif isinstance(source, str | os.PathLike):
-        path = Path(source)
+    if isinstance(source, str | os.PathLike) and not Path(source).exists():
         # Checked before inferring the format, which peeks into .json files.
-        if not path.exists():
-            if allow_network and _looks_like_hub_name(os.fspath(source)):
-                hub = _from_hub(os.fspath(source), split)
-                return load_dataset(
-                    hub,
-                    task,
-                    field_map=field_map,
-                    label_names=label_names,
-                    name=name or os.fspath(source),
-                    split=split,
-                    drop_no_gold=drop_no_gold,
-                )
-            raise DataFormatError(_not_found(os.fspath(source)))
-        check_regular_file(path)  # before any peek into the file: a FIFO would block
-        if is_hf_disk_folder(path) and format in (None, "hf_disk"):
-            fmt = "hf_disk"
-            frame, rows = read_hf_disk(path, split)
-            taken_split = split
-        else:
-            if path.is_dir() and (format or path.suffix.lower().lstrip(".")) not in (
-                "parquet",
-                "pq",
-            ):
-                # Only Parquet and save_to_disk have directory datasets.
-                raise DataFormatError(
-                    f"Data path {str(path)!r} is a directory, not a file, and not a folder "
-                    "written by datasets' save_to_disk (it has no state.json or "
-                    "dataset_dict.json) or a Parquet dataset."
-                )
-            fmt = format or infer_format(path)
-            frame, rows = read_file(path, fmt)
-        # Popped: pandas deep-copies attrs on every operation.
-        features = frame.attrs.pop("hf_features", None)
-        parent = path.parent.name
-        default_name = path.stem if parent in ("", ".") else f"{parent}/{path.stem}"
-        if taken_split:
-            default_name = f"{path.name}[{taken_split}]"
-        kind, path_str = "file", os.fspath(path)
-    else:
-        raise ParameterError(
-            "The 'source' parameter must be a file path, a pandas DataFrame or a Hugging Face "
-            f"dataset. Got {type(source).__name__} instead."
-        )
+        if allow_network and _looks_like_hub_name(os.fspath(source)):
+            hub = _from_hub(os.fspath(source), split)
+            return load_dataset(
+                hub,
+                task,
+                field_map=field_map,
+                label_names=label_names,
+                name=name or os.fspath(source),
+                split=split,
+                drop_no_gold=drop_no_gold,
+            )
+        raise DataFormatError(_not_found(os.fspath(source)))
+    raw = _read_source(source, split, format)
+    frame = raw.frame
     n_source_rows = len(frame)
-    class_labels = hf_class_labels(features)
+    class_labels = hf_class_labels(raw.features)
     frame = _apply_class_labels(frame, class_labels)
-    frame, rename = _map_fields(frame, task_obj.name, field_map or {}, name or default_name)
+    frame, rename = _map_fields(frame, task_obj.name, field_map or {}, name or raw.default_name)
     canonical_to_source = {target: col for col, target in rename.items()}
     label_col = canonical_to_source.get("label", "label")
     names = class_labels.get(label_col)
@@ -181,25 +135,99 @@ def load_dataset(
         label_names = names
         logger.debug("%s: label names from the source's ClassLabel: %s", name, names)
     input_source = InputSource(
-        kind=kind,
+        kind=raw.kind,
         rows=np.arange(n_source_rows, dtype=np.int64),
-        format=fmt,
-        path=path_str,
-        obj=None if kind == "file" else source,
-        split=taken_split,
+        format=raw.format,
+        path=raw.path,
+        obj=None if raw.kind == "file" else source,
+        split=raw.split,
         columns=canonical_to_source,
         id_column=canonical_to_source.get("id", "id") if "id" in frame.columns else None,
-        hf_features=features,
+        hf_features=raw.features,
         n_source_rows=n_source_rows,
     )
     return Dataset.from_frame(
         frame,
         task_obj,
         label_names=label_names,
-        name=name or default_name,
+        name=name or raw.default_name,
         drop_no_gold=drop_no_gold,
-        source_rows=rows,
+        source_rows=raw.rows,
         source=input_source,
+    )
+
+
+# -- reading the source ------------------------------------------------------------------
+
+
+@dataclass
+class _RawSource:
+    """A source's rows as read, before fields are mapped; what :class:`InputSource` records."""
+
+    frame: pd.DataFrame
+    #: Per row, its line or record number in the file, for messages (``None``: 1..n).
+    rows: list[int] | None
+    default_name: str
+    kind: str
+    format: str | None = None
+    path: str | None = None
+    features: dict | None = None
+    split: str | None = None
+
+
+def _read_source(source: DataSource, split: str | None, format: str | None) -> _RawSource:
+    """Read a DataFrame, a Hugging Face object or an existing path (file or folder)."""
+    if isinstance(source, pd.DataFrame):
+        dup = source.columns[source.columns.duplicated()].unique().tolist()
+        if dup:
+            raise SchemaError(
+                f"The DataFrame has duplicated column name(s) {dup}; every column needs a "
+                "distinct name (rename or drop the duplicates)."
+            )
+        frame = source.copy()
+        # A frame from spurious' readers carries the HF features of its file.
+        features = frame.attrs.pop("hf_features", None)
+        return _RawSource(frame, None, "dataframe", "dataframe", features=features)
+    if hasattr(source, "to_pandas") or (hasattr(source, "keys") and _is_hf(source)):
+        frame, features, taken_split = _from_hf(source, split)
+        return _RawSource(frame, None, "hf_dataset", "hf", features=features, split=taken_split)
+    if isinstance(source, str | os.PathLike):
+        return _read_path(Path(source), split, format)
+    raise ParameterError(
+        "The 'source' parameter must be a file path, a pandas DataFrame or a Hugging Face "
+        f"dataset. Got {type(source).__name__} instead."
+    )
+
+
+def _read_path(path: Path, split: str | None, format: str | None) -> _RawSource:
+    """Read an existing file, Parquet folder or ``save_to_disk`` folder."""
+    taken_split: str | None = None
+    check_regular_file(path)  # before any peek into the file: a FIFO would block
+    if is_hf_disk_folder(path) and format in (None, "hf_disk"):
+        fmt = "hf_disk"
+        frame, rows = read_hf_disk(path, split)
+        taken_split = split
+    else:
+        if path.is_dir() and (format or path.suffix.lower().lstrip(".")) not in (
+            "parquet",
+            "pq",
+        ):
+            # Only Parquet and save_to_disk have directory datasets.
+            raise DataFormatError(
+                f"Data path {str(path)!r} is a directory, not a file, and not a folder "
+                "written by datasets' save_to_disk (it has no state.json or "
+                "dataset_dict.json) or a Parquet dataset."
+            )
+        fmt = format or infer_format(path)
+        frame, rows = read_file(path, fmt)
+    # Popped: pandas deep-copies attrs on every operation.
+    features = frame.attrs.pop("hf_features", None)
+    parent = path.parent.name
+    default_name = path.stem if parent in ("", ".") else f"{parent}/{path.stem}"
+    if taken_split:
+        default_name = f"{path.name}[{taken_split}]"
+    return _RawSource(
+        frame, rows, default_name, "file", fmt, os.fspath(path), features, taken_split
     )
 
 

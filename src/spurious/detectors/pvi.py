@@ -179,6 +179,8 @@ class PVI(Detector):
         "usable information about the label each input carries - Ethayarajh et al. 2022."
     )
     requires: ClassVar[Requirements] = Requirements(labels=True, features=True)
+    #: Reuses partial_input's out-of-fold g_x when both run (else fits its own).
+    after: ClassVar[tuple[str, ...]] = ("partial_input",)
     #: V-information of the leakiest partial input as a share of H(Y), judged by the lower
     #: bound of its bootstrap interval: any information (the interval above 0, as
     #: partial_input claims leakage) is low; 5% of H(Y) moderate, 15% high.

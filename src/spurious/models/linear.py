@@ -17,17 +17,15 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from spurious.exceptions import ParameterError, missing_dependency
-from spurious.features.base import Matrix, check_features
+from spurious.exceptions import ParameterError
+from spurious.models.runtime.threads import import_torch
+from spurious.utils.matrix import Matrix, check_features
 from spurious.utils.validation import Interval, StrOptions, check_params
 
 
 def _torch():
-    try:
-        import torch
-    except ImportError:
-        raise missing_dependency("torch", "torch", "The logistic probe") from None
-    return torch
+    # The message reaches users of a core install: name the probe that needs no extra.
+    return import_torch("The logistic probe (probe='sklearn-logistic' needs no extra)")
 
 
 def to_torch(X: Matrix, device: str = "cpu"):

@@ -5,10 +5,12 @@ Use :func:`render_report` to write ``RUN/report.html`` from a run directory, or
 are registered with :func:`register_section` (one module per analysis in
 :mod:`spurious.report.sections`); analyses without one get a generic section.
 
-Modules: :mod:`~spurious.report.components` (escaped HTML building blocks),
-:mod:`~spurious.report.plots` (plot helpers), :mod:`~spurious.report.sections`
-(registry and sections), :mod:`~spurious.report.overview` (the first screen) and
-:mod:`~spurious.report.html` (the page).
+Modules: :mod:`~spurious.report.components` (escaped HTML building blocks, one import
+point for :mod:`~spurious.report.fragments`, :mod:`~spurious.report.formatting`,
+:mod:`~spurious.report.cells`, :mod:`~spurious.report.tables` and
+:mod:`~spurious.report.blocks`), :mod:`~spurious.report.plots` (plot helpers),
+:mod:`~spurious.report.sections` (registry and sections), :mod:`~spurious.report.overview`
+(the first screen) and :mod:`~spurious.report.html` (the page).
 
 Examples
 --------

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from spurious.report.components import as_flags, finite
+from spurious.report.formatting import as_flags, finite
 
 logger = logging.getLogger(__name__)
 

@@ -242,12 +242,41 @@ def evaluate_amplified(
     y_tr, y_ev = np.asarray(amp.train.labels), np.asarray(amp.eval.labels)
     k = amp.train.n_classes
     chance = 1.0 / k
-    defs = list(amp.definitions)
+    schemes = _schemes(amp, len(y_tr), reinsertion)
+    correct, n_fits = _correctness(schemes, seeds, ev, X_tr, y_tr, X_ev, y_ev, k, epochs)
 
-    schemes: dict[str, Any] = {"full": lambda s: np.ones(len(y_tr), dtype=bool)}
+    rng = np.random.default_rng(random_state)
+    orig_boot = rng.integers(0, len(y_ev), size=(int(n_bootstrap), len(y_ev)))
+    out_defs: dict[str, Any] = {}
+    # One definition after the other: each draws its bootstrap rows from ``rng`` in turn.
+    for d in amp.definitions:
+        out_defs[d] = _definition_entry(
+            amp, d, ev, correct, rng, orig_boot, int(n_bootstrap), chance, reinsertion
+        )
+    return {
+        "evaluator": {**asdict(ev), "family": ev.family},
+        "seeds": seeds,
+        "chance": chance,
+        "n_train": len(y_tr),
+        "n_eval": len(y_ev),
+        "definitions": out_defs,
+        "n_fits": n_fits,
+        "seconds": round(time.perf_counter() - start, 2),
+    }
+
+
+def _schemes(amp: AmplifiedSplits, n_train: int, reinsertion: bool) -> dict[str, Any]:
+    """Training sets by name: ``seed -> mask`` over the training split.
+
+    ``full``; ``random:<size>``, one per distinct size of ``train.biased`` (drawn per
+    seed); and ``<split>:<definition>`` for ``train.biased`` and, with ``reinsertion``,
+    every ``train.reinserted_<p>``.
+    """
+    defs = list(amp.definitions)
+    schemes: dict[str, Any] = {"full": lambda s: np.ones(n_train, dtype=bool)}
     sizes = {int(amp.definitions[d].splits["train.biased"][1].sum()) for d in defs}
     for size in sorted(sizes):
-        schemes[f"random:{size}"] = lambda s, size=size: random_subset_mask(len(y_tr), size, s)
+        schemes[f"random:{size}"] = lambda s, size=size: random_subset_mask(n_train, size, s)
     for d in defs:
         for name, (role, mask) in amp.definitions[d].splits.items():
             if role != "train" or name in ("train.anti_biased", "train.random"):
@@ -255,6 +284,21 @@ def evaluate_amplified(
             if name.startswith("train.reinserted_") and not reinsertion:
                 continue
             schemes[f"{name.removeprefix('train.')}:{d}"] = lambda s, m=mask: m
+    return schemes
+
+
+def _correctness(
+    schemes: dict[str, Any],
+    seeds: list[int],
+    ev: Evaluator,
+    X_tr: Any,
+    y_tr: np.ndarray,
+    X_ev: Any,
+    y_ev: np.ndarray,
+    k: int,
+    epochs: int,
+) -> tuple[dict[str, np.ndarray], int]:
+    """Per scheme, ``(n_seeds, n_eval)`` correctness of the evaluation rows; and the fits."""
     cache: dict[tuple[bytes, int], np.ndarray] = {}
     correct: dict[str, np.ndarray] = {}
     for scheme, mask_of in schemes.items():
@@ -269,52 +313,50 @@ def evaluate_amplified(
                 cache[key] = pred == y_ev
             rows.append(cache[key])
         correct[scheme] = np.stack(rows)
+    return correct, len(cache)
 
-    rng = np.random.default_rng(random_state)
-    orig_boot = rng.integers(0, len(y_ev), size=(int(n_bootstrap), len(y_ev)))
-    out_defs: dict[str, Any] = {}
-    families = {}
-    for d in defs:
-        analysis = amp.definitions[d].matching.get("analysis", d)
-        res = amp.results.get(analysis) if amp.results else None
-        families[d] = marking_family(res, d) if res is not None else "unknown"
-        anti = amp.definitions[d].splits[_anti_eval(amp, d)][1]
-        rows = np.flatnonzero(anti)
-        boot = rows[rng.integers(0, max(len(rows), 1), size=(int(n_bootstrap), len(rows)))]
-        size = int(amp.definitions[d].splits["train.biased"][1].sum())
-        full_c, rand_c = correct["full"], correct[f"random:{size}"]
-        bias_c = correct[f"biased:{d}"]
-        entry: dict[str, Any] = {
-            "marking_family": families[d],
-            "same_family": families[d] == ev.family,
-            "n_train_biased": size,
-            "n_test_anti_biased": len(rows),
-            "full": _stat(full_c, anti, boot),
-            "random": _stat(rand_c, anti, boot),
-            "biased": _stat(bias_c, anti, boot),
-            "drop_biased_minus_random": _paired_drop(bias_c, rand_c, rows, boot),
-            "orig": {
-                name: _stat(c, np.ones(len(y_ev), dtype=bool), orig_boot)
-                for name, c in (("full", full_c), ("random", rand_c), ("biased", bias_c))
-            },
-        }
-        entry["below_chance"] = [
-            s for s in ("full", "random", "biased") if entry[s]["mean"] < chance
-        ]
-        entry["notes"] = _notes(entry, ev, chance)
-        if reinsertion:
-            entry["reinsertion_curve"] = _curve(amp, d, correct, anti, entry)
-        out_defs[d] = entry
-    return {
-        "evaluator": {**asdict(ev), "family": ev.family},
-        "seeds": seeds,
-        "chance": chance,
-        "n_train": len(y_tr),
-        "n_eval": len(y_ev),
-        "definitions": out_defs,
-        "n_fits": len(cache),
-        "seconds": round(time.perf_counter() - start, 2),
+
+def _definition_entry(
+    amp: AmplifiedSplits,
+    d: str,
+    ev: Evaluator,
+    correct: dict[str, np.ndarray],
+    rng: np.random.Generator,
+    orig_boot: np.ndarray,
+    n_bootstrap: int,
+    chance: float,
+    reinsertion: bool,
+) -> dict[str, Any]:
+    """Table 1's row of definition ``d`` (see :func:`evaluate_amplified`'s Returns)."""
+    analysis = amp.definitions[d].matching.get("analysis", d)
+    res = amp.results.get(analysis) if amp.results else None
+    family = marking_family(res, d) if res is not None else "unknown"
+    anti = amp.definitions[d].splits[_anti_eval(amp, d)][1]
+    rows = np.flatnonzero(anti)
+    boot = rows[rng.integers(0, max(len(rows), 1), size=(n_bootstrap, len(rows)))]
+    size = int(amp.definitions[d].splits["train.biased"][1].sum())
+    full_c, rand_c = correct["full"], correct[f"random:{size}"]
+    bias_c = correct[f"biased:{d}"]
+    n_eval = full_c.shape[1]
+    entry: dict[str, Any] = {
+        "marking_family": family,
+        "same_family": family == ev.family,
+        "n_train_biased": size,
+        "n_test_anti_biased": len(rows),
+        "full": _stat(full_c, anti, boot),
+        "random": _stat(rand_c, anti, boot),
+        "biased": _stat(bias_c, anti, boot),
+        "drop_biased_minus_random": _paired_drop(bias_c, rand_c, rows, boot),
+        "orig": {
+            name: _stat(c, np.ones(n_eval, dtype=bool), orig_boot)
+            for name, c in (("full", full_c), ("random", rand_c), ("biased", bias_c))
+        },
     }
+    entry["below_chance"] = [s for s in ("full", "random", "biased") if entry[s]["mean"] < chance]
+    entry["notes"] = _notes(entry, ev, chance)
+    if reinsertion:
+        entry["reinsertion_curve"] = _curve(amp, d, correct, anti, entry)
+    return entry
 
 
 def _anti_eval(amp: AmplifiedSplits, d: str) -> str:

@@ -208,9 +208,10 @@ class AmplifiedSplits:
         >>> list(dd)[:3], dd["train.biased"].num_rows
         (['train.biased', 'train.anti_biased', 'train.random'], 22)
         """
-        from spurious.actions.filter import _import_datasets, rows_as_hf
+        from spurious.actions.filter import rows_as_hf
+        from spurious.actions.hf_output import import_datasets
 
-        datasets = _import_datasets("The bias-amplified splits as a DatasetDict")
+        datasets = import_datasets("The bias-amplified splits as a DatasetDict")
         self._split(definition, "train.biased")  # an unknown definition raises here
         parts = {}
         for name, (role, mask) in self.definitions[definition].splits.items():

@@ -2,9 +2,13 @@
 
 Modules: :mod:`~spurious.detectors.aflite.algorithm` (partitions, predictability, slice
 selection: the building blocks, documented with the papers' symbols and every
-deviation), :mod:`~spurious.detectors.aflite.detector` (the :class:`AFLite` analysis and
-its filtering loop), :mod:`~spurious.detectors.aflite.checkpoint` (state saved after
-every round) and :mod:`~spurious.detectors.aflite.baselines` (size-matched baselines).
+deviation), :mod:`~spurious.detectors.aflite.detector` (the :class:`AFLite` analysis:
+parameters, validation, the run), :mod:`~spurious.detectors.aflite.prepare` (sizes,
+features and groups a run filters with), :mod:`~spurious.detectors.aflite.rounds` (the
+filtering loop and one round), :mod:`~spurious.detectors.aflite.checkpoint` (state
+saved after every round), :mod:`~spurious.detectors.aflite.outputs` (scores, metrics,
+details), :mod:`~spurious.detectors.aflite.verdict` (baselines, shuffled-label null,
+headline) and :mod:`~spurious.detectors.aflite.baselines` (size-matched baselines).
 """
 
 from spurious.detectors.aflite.algorithm import (

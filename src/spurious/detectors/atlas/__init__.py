@@ -1,8 +1,9 @@
 """The artifact atlas (issue 20, part 1): token-label statistics per text field.
 
 ``stats.py`` holds the vectorised statistics (counts, Gardner et al.'s z, Bonferroni and
-Benjamini-Hochberg, Gururangan et al.'s smoothed PMI); ``analysis.py`` the registered
-``atlas`` analysis. See docs/methods/atlas.md.
+Benjamini-Hochberg, Gururangan et al.'s smoothed PMI); ``fields.py`` one field's atlas
+(every tested token x label, each example's cue, the report's details of the field);
+``analysis.py`` the registered ``atlas`` analysis. See docs/methods/atlas.md.
 """
 
 from spurious.detectors.atlas.analysis import Atlas, FieldAtlas, field_atlas

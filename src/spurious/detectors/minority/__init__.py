@@ -34,7 +34,8 @@ registered :class:`MinorityExamples`) gets the features and calls
 :mod:`~spurious.detectors.minority.clustering` (:func:`find_minority_examples` on
 matrices: DeepCluster / Ward / k-means, nearest-neighbour assignment), which marks
 examples with :mod:`~spurious.detectors.minority.labels` (counts per cluster and label,
-minority labels, homogeneity: plain functions).
+minority labels, homogeneity: plain functions); the analysis writes its scores, cluster
+table, example sentences and marks with :mod:`~spurious.detectors.minority.details`.
 """
 
 from spurious.detectors.minority.analysis import MinorityExamples

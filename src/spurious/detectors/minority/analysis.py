@@ -2,7 +2,8 @@
 
 :class:`MinorityExamples` gets the representation from the run context, calls
 :func:`~spurious.detectors.minority.clustering.find_minority_examples` and turns its
-output into per-example scores, dataset metrics, report details and anti-biased marks.
+output into dataset metrics (here) and per-example scores, report details and
+anti-biased marks (:mod:`~spurious.detectors.minority.details`).
 """
 
 from __future__ import annotations
@@ -23,11 +24,16 @@ from spurious.detectors.minority.clustering import (
     MinorityClusters,
     find_minority_examples,
 )
+from spurious.detectors.minority.details import (
+    cluster_examples,
+    cluster_table,
+    example_scores,
+    minority_marks,
+)
 from spurious.detectors.minority.labels import (
     AUTO_SWITCH_SHARE,
     RULES,
     homogeneity_stats,
-    label_counts,
     purity_null,
 )
 from spurious.exceptions import DetectorError, ParameterError
@@ -303,6 +309,15 @@ class MinorityExamples(Detector):
             "progress": ctx.progress,
         }
 
+    def _features(self, ctx: RunContext, view: str) -> tuple[Any, Any, float]:
+        """The representation of both splits (through the run context) and its seconds."""
+        feat = self._featurizer()
+        spec = self.features if not self.features.startswith("finetuned:") else feat
+        start = time.perf_counter()
+        X_train = ctx.features(spec, view, split="train")
+        X_eval = ctx.features(spec, view, split="eval") if ctx.eval is not None else None
+        return X_train, X_eval, time.perf_counter() - start
+
     def _run(self, ctx: RunContext) -> AnalysisOutput:
         train, evald = ctx.train, ctx.eval
         if len(train) < self.n_clusters:
@@ -311,12 +326,7 @@ class MinorityExamples(Detector):
                 f"many training examples; got {len(train)}."
             )
         view = get_view(train.task, self.view).name
-        feat = self._featurizer()
-        spec = self.features if not self.features.startswith("finetuned:") else feat
-        start = time.perf_counter()
-        X_train = ctx.features(spec, view, split="train")
-        X_eval = ctx.features(spec, view, split="eval") if evald is not None else None
-        feature_s = time.perf_counter() - start
+        X_train, X_eval, feature_s = self._features(ctx, view)
         res = find_minority_examples(
             X_train,
             train.labels,
@@ -328,37 +338,69 @@ class MinorityExamples(Detector):
         )
         res.info["feature_s"] = round(feature_s, 4)
         names = np.asarray(train.label_names, dtype=object)
-        counts = res.counts
-        sizes = counts.sum(axis=1)
-        safe = np.maximum(sizes, 1)
-        majority_share = counts.max(axis=1) / safe
 
         scored = evald if evald is not None else train
         split = "eval" if evald is not None else "train"
         clusters = res.eval_clusters if evald is not None else res.train_clusters
         anti = res.eval_anti_biased if evald is not None else res.train_anti_biased
-        y = scored.labels
-        label_share = counts[clusters, y] / safe[clusters]
-        scores = pd.DataFrame(
-            {
-                "id": scored.ids,
-                "label": names[y],
-                "cluster": clusters.astype(np.int64),
-                "cluster_majority": names[res.majority[clusters]],
-                "cluster_majority_share": majority_share[clusters],
-                "label_share": label_share,
-                "anti_biased": anti.astype(bool),
-                "minority_score": 1.0 - label_share,
-                "is_minority_issue": anti.astype(bool),
-            }
-        )
-        if evald is not None:
-            scores["nn_distance"] = res.eval_distance
-            scores["neighbor_id"] = np.asarray(train.ids, dtype=object)[res.eval_neighbor]
+        scores = example_scores(res, train, evald, clusters, anti, names)
 
-        stats = homogeneity_stats(counts)
+        stats = homogeneity_stats(res.counts)
+        metrics = self._metrics(res, train, evald, anti, stats)
+        rule = res.info["minority_rule"]
+        notes = self._notes(metrics, rule)
+        if "task_model" in res.info:
+            metrics["task_model_accuracy"] = float(res.info["task_model"]["train_accuracy"])
+        if self.clustering == "deepcluster":
+            metrics["n_pseudo_labels"] = float(res.info["pseudo_labels"]["n"])
+            metrics["pseudo_label_accuracy"] = float(
+                res.info["deepcluster"]["pseudo_label_accuracy"]
+            )
+        if evald is not None:
+            metrics["n_anti_biased_eval"] = float(res.eval_anti_biased.sum())
+            metrics["anti_biased_fraction_eval"] = float(res.eval_anti_biased.mean())
+            metrics["mean_nn_distance"] = float(res.eval_distance.mean())
+        comparison = self._compare_methods(ctx, X_train, stats, metrics)
+
+        marks = [minority_marks(train, "train", res.train_anti_biased)]
+        if evald is not None:
+            marks.append(minority_marks(evald, "eval", res.eval_anti_biased))
+
+        details: dict[str, Any] = {
+            "scored_split": split,
+            "label_names": list(train.label_names),
+            "view": view,
+            "features": self.features,
+            "method": res.info,
+            "minority_rule": rule,
+            "notes": notes,
+            "clusters": cluster_table(res, names, evald),
+            "comparison": comparison,
+            "examples": cluster_examples(
+                res, scored, clusters, anti, names, self.n_examples, self.random_state
+            ),
+        }
+        return AnalysisOutput(
+            scores=scores,
+            metrics=metrics,
+            summary=self._summary(metrics, stats, rule, len(train), evald is not None),
+            details=details,
+            marks=pd.concat(marks, ignore_index=True),
+        )
+
+    def _metrics(
+        self,
+        res: MinorityClusters,
+        train: Dataset,
+        evald: Dataset | None,
+        anti: np.ndarray,
+        stats: dict[str, float],
+    ) -> dict[str, float]:
+        """Sizes, purity and homogeneity of the clusters, the marks' shares, the rule, and
+        the purity's permutation test."""
         from sklearn.metrics import homogeneity_score
 
+        scored = evald if evald is not None else train
         metrics: dict[str, float] = {
             "n_train": float(len(train)),
             "n_scored": float(len(scored)),
@@ -384,19 +426,20 @@ class MinorityExamples(Detector):
             )
             for key in ("purity_null_mean", "purity_excess", "purity_p_value"):
                 metrics[key] = null[key]
-        notes = self._notes(metrics, rule)
-        if "task_model" in res.info:
-            metrics["task_model_accuracy"] = float(res.info["task_model"]["train_accuracy"])
-        if self.clustering == "deepcluster":
-            metrics["n_pseudo_labels"] = float(res.info["pseudo_labels"]["n"])
-            metrics["pseudo_label_accuracy"] = float(
-                res.info["deepcluster"]["pseudo_label_accuracy"]
-            )
-        if evald is not None:
-            metrics["n_anti_biased_eval"] = float(res.eval_anti_biased.sum())
-            metrics["anti_biased_fraction_eval"] = float(res.eval_anti_biased.mean())
-            metrics["mean_nn_distance"] = float(res.eval_distance.mean())
+        return metrics
 
+    def _compare_methods(
+        self,
+        ctx: RunContext,
+        X_train: Any,
+        stats: dict[str, float],
+        metrics: dict[str, float],
+    ) -> dict[str, dict[str, float]]:
+        """Homogeneity of this clustering and, with ``compare_methods``, of the other
+        methods on the same features (App. C.4.1); adds their metrics to ``metrics``."""
+        from sklearn.metrics import homogeneity_score
+
+        train = ctx.train
         comparison: dict[str, dict[str, float]] = {}
         method_stats = {
             "mean_minority_share": stats["mean_minority_share"],
@@ -423,41 +466,29 @@ class MinorityExamples(Detector):
                 }
                 for key in ("mean_minority_share", "n_clusters_minority_over_10pct", "homogeneity"):
                     metrics[f"{other}_{key}"] = comparison[other][key]
+        return comparison
 
-        marks = [_marks(train, "train", res.train_anti_biased)]
-        if evald is not None:
-            marks.append(_marks(evald, "eval", res.eval_anti_biased))
-
-        details: dict[str, Any] = {
-            "scored_split": split,
-            "label_names": list(train.label_names),
-            "view": view,
-            "features": self.features,
-            "method": res.info,
-            "minority_rule": rule,
-            "notes": notes,
-            "clusters": self._cluster_table(res, names, evald),
-            "comparison": comparison,
-            "examples": self._examples(res, scored, clusters, anti, names),
-        }
-        which = "evaluation" if evald is not None else "training"
+    def _summary(
+        self,
+        metrics: dict[str, float],
+        stats: dict[str, float],
+        rule: dict[str, Any],
+        n_train: int,
+        has_eval: bool,
+    ) -> str:
+        """The result's one-line summary: clusters, minority shares, the rule."""
+        which = "evaluation" if has_eval else "training"
         summary = (
-            f"{len(train):,} training examples in {int(stats['n_clusters'])} clusters "
+            f"{n_train:,} training examples in {int(stats['n_clusters'])} clusters "
             f"({self.clustering}); {metrics['anti_biased_fraction_train']:.1%} of training"
         )
-        if evald is not None:
+        if has_eval:
             summary += f" and {metrics['anti_biased_fraction_eval']:.1%} of {which}"
         summary += (
             f" examples are minority examples ({rule['used'].replace('_', '-')} rule); "
             f"clusters' mean minority share {stats['mean_minority_share']:.1%}"
         )
-        return AnalysisOutput(
-            scores=scores,
-            metrics=metrics,
-            summary=summary,
-            details=details,
-            marks=pd.concat(marks, ignore_index=True),
-        )
+        return summary
 
     def _notes(self, metrics: dict[str, float], rule: dict[str, Any]) -> list[str]:
         """What a reader must know before using the marks: the rule switch, weak purity."""
@@ -480,66 +511,6 @@ class MinorityExamples(Detector):
                 "close to a random draw of the non-majority labels."
             )
         return notes
-
-    def _cluster_table(
-        self, res: MinorityClusters, names: np.ndarray, evald: Dataset | None
-    ) -> list[dict[str, Any]]:
-        rows = []
-        k, c = res.counts.shape
-        eval_counts = None
-        if evald is not None:
-            eval_counts = label_counts(res.eval_clusters, evald.labels, k, c)
-        for i in range(k):
-            counts = res.counts[i]
-            size = int(counts.sum())
-            row: dict[str, Any] = {
-                "cluster": i,
-                "n_train": size,
-                "label_counts": {str(names[j]): int(counts[j]) for j in range(c)},
-                "majority": str(names[res.majority[i]]) if size else None,
-                "majority_share": float(counts.max() / size) if size else None,
-                "minority_labels": [str(names[j]) for j in np.flatnonzero(res.minority[i])],
-                "n_minority_train": int(counts[res.minority[i]].sum()),
-            }
-            if eval_counts is not None:
-                ec = eval_counts[i]
-                row["n_eval"] = int(ec.sum())
-                row["eval_label_counts"] = {str(names[j]): int(ec[j]) for j in range(c)}
-                row["n_minority_eval"] = int(ec[res.minority[i]].sum())
-            rows.append(row)
-        return rows
-
-    def _examples(
-        self,
-        res: MinorityClusters,
-        scored: Dataset,
-        clusters: np.ndarray,
-        anti: np.ndarray,
-        names: np.ndarray,
-    ) -> dict[str, dict[str, list[dict[str, Any]]]]:
-        """Per cluster, a seeded sample of minority and of biased examples of the scored split."""
-        if self.n_examples == 0:
-            return {}
-        rng = np.random.default_rng(self.random_state)
-        fields = list(scored.task.text_fields)
-        out: dict[str, dict[str, list[dict[str, Any]]]] = {}
-        for i in range(res.counts.shape[0]):
-            entry: dict[str, list[dict[str, Any]]] = {}
-            for kind, mask in (("minority", anti), ("biased", ~anti)):
-                rows = np.flatnonzero((clusters == i) & mask)
-                if len(rows) > self.n_examples:
-                    rows = np.sort(rng.choice(rows, self.n_examples, replace=False))
-                exs = []
-                for r in rows:
-                    ex: dict[str, Any] = {
-                        "id": str(scored.ids[r]),
-                        "label": str(names[scored.labels[r]]),
-                    }
-                    ex.update({f: str(scored.frame[f].iloc[r]) for f in fields})
-                    exs.append(ex)
-                entry[kind] = exs
-            out[str(i)] = entry
-        return out
 
     def headline(self, result: Any) -> dict[str, Any]:
         """Share of minority (anti-biased) examples; purity against its permutation null.
@@ -575,15 +546,3 @@ class MinorityExamples(Detector):
         )
         head["verdict"] = verdict
         return head
-
-
-def _marks(dataset: Dataset, split: str, anti: np.ndarray) -> pd.DataFrame:
-    """Long-format anti-biased marks of one split (``Result.marks``)."""
-    return pd.DataFrame(
-        {
-            "id": dataset.ids,
-            "split": split,
-            "definition": "minority",
-            "anti_biased": np.asarray(anti, dtype=bool),
-        }
-    )

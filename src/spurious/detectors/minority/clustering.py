@@ -195,6 +195,106 @@ def find_minority_examples(
     from threadpoolctl import threadpool_limits
     from tqdm.auto import tqdm
 
+    y, n, has_eval, k_classes, m = _check_arguments(
+        X_train,
+        y_train,
+        X_eval,
+        y_eval,
+        n_classes=n_classes,
+        method=method,
+        n_clusters=n_clusters,
+        n_pseudo_labels=n_pseudo_labels,
+        pseudo_clustering=pseudo_clustering,
+        task_epochs=task_epochs,
+        ward_route=ward_route,
+    )
+    info: dict[str, Any] = {"method": method, "n_clusters": int(n_clusters), "n_train": n}
+    stages = (3 if method == "deepcluster" else 1) + int(has_eval) + int(task_epochs > 0)
+    bar = tqdm(total=stages, desc="minority", disable=not progress, unit="stage")
+    limits = threadpool_limits(int(n_threads)) if n_threads is not None else nullcontext()
+    common = {
+        "route": ward_route,
+        "exact_max_samples": exact_max_samples,
+        "n_preclusters": n_preclusters,
+        "random_state": random_state,
+    }
+    mlp = {"hidden_size": hidden_size, "lr": lr, "random_state": random_state}
+    try:
+        with limits:
+            X_rep: Any = X_train
+            task_model = None
+            if task_epochs > 0:
+                task_model, X_rep = _task_model(X_train, y, task_epochs, mlp, info, bar)
+            emb_train: Any = X_rep
+            model = None
+            if method == "deepcluster":
+                model, emb_train = _deepcluster_model(
+                    X_train, X_rep, int(m), pseudo_clustering, epochs, batch_size, mlp, common,
+                    info, bar,
+                )  # fmt: skip
+            final = "ward" if method == "deepcluster" else method
+            bar.set_description(f"minority: {final} into {n_clusters} clusters")
+            start = time.perf_counter()
+            clusters, cinfo = _cluster(emb_train, final, int(n_clusters), **common)
+            info["clustering"] = {
+                "algorithm": final,
+                "seconds": round(time.perf_counter() - start, 4),
+                **cinfo,
+            }
+            bar.update()
+            counts = label_counts(clusters, y, int(n_clusters), k_classes)
+            used, share = choose_rule(counts, minority_rule, auto_switch_share)
+            info["minority_rule"] = {
+                "requested": minority_rule,
+                "used": used,
+                "not_majority_share_train": share,
+                "auto_switch_share": float(auto_switch_share),
+                "switched": minority_rule == "auto" and used != "not_majority",
+            }
+            minority = minority_labels(counts, used)
+            out = MinorityClusters(
+                train_clusters=clusters,
+                train_anti_biased=minority[clusters, y],
+                counts=counts,
+                minority=minority,
+                train_embedding=emb_train,
+                info=info,
+            )
+            if has_eval:
+                bar.set_description("minority: nearest training neighbours")
+                start = time.perf_counter()
+                # Evaluation examples go through the model whose hidden layer was clustered.
+                embedder = model if model is not None else task_model
+                emb_eval = embedder.transform(X_eval) if embedder is not None else X_eval
+                ye = np.asarray(y_eval, dtype=np.int64)
+                cl, nb, dist = nearest_neighbor_assign(emb_train, clusters, emb_eval)
+                out.eval_clusters = cl
+                out.eval_neighbor = nb
+                out.eval_distance = dist
+                out.eval_anti_biased = minority[cl, ye]
+                info["assign_seconds"] = round(time.perf_counter() - start, 4)
+                bar.update()
+    finally:
+        bar.close()
+    return out
+
+
+def _check_arguments(
+    X_train: Any,
+    y_train: Any,
+    X_eval: Any,
+    y_eval: Any,
+    *,
+    n_classes: int | None,
+    method: str,
+    n_clusters: int,
+    n_pseudo_labels: int | str,
+    pseudo_clustering: str,
+    task_epochs: int,
+    ward_route: str,
+) -> tuple[np.ndarray, int, bool, int, Any]:
+    """Errors a caller can act on; ``(y, n_train, has_eval, n_classes, m)`` otherwise
+    (``m`` is the number of pseudo-labels, ``None`` unless ``method="deepcluster"``)."""
     if method not in METHODS:
         raise ParameterError(
             f"The 'method' argument must be one of {list(METHODS)}; got {method!r}."
@@ -227,6 +327,7 @@ def find_minority_examples(
     k_classes = int(n_classes) if n_classes is not None else int(y.max()) + 1
     if has_eval and len(y_eval):
         k_classes = max(k_classes, int(np.max(y_eval)) + 1)
+    m = None
     if method == "deepcluster":
         m = auto_n_pseudo_labels(n, n_clusters) if n_pseudo_labels == "auto" else n_pseudo_labels
         if isinstance(m, bool) or not isinstance(m, int | np.integer) or not 2 <= m <= n:
@@ -234,7 +335,6 @@ def find_minority_examples(
                 f"The 'n_pseudo_labels' argument must be 'auto' or an int in [2, n_train={n}]; "
                 f"got {n_pseudo_labels!r}."
             )
-    info: dict[str, Any] = {"method": method, "n_clusters": int(n_clusters), "n_train": n}
     if (
         isinstance(task_epochs, bool)
         or not isinstance(task_epochs, int | np.integer)
@@ -243,114 +343,82 @@ def find_minority_examples(
         raise ParameterError(
             f"The 'task_epochs' argument must be an int >= 0; got {task_epochs!r}."
         )
-    stages = (3 if method == "deepcluster" else 1) + int(has_eval) + int(task_epochs > 0)
-    bar = tqdm(total=stages, desc="minority", disable=not progress, unit="stage")
-    limits = threadpool_limits(int(n_threads)) if n_threads is not None else nullcontext()
-    common = {
-        "route": ward_route,
-        "exact_max_samples": exact_max_samples,
-        "n_preclusters": n_preclusters,
-        "random_state": random_state,
+    return y, n, has_eval, k_classes, m
+
+
+def _task_model(
+    X_train: Any,
+    y: np.ndarray,
+    task_epochs: int,
+    mlp: dict[str, Any],
+    info: dict[str, Any],
+    bar: Any,
+) -> tuple[MLPEmbedding, Any]:
+    """An MLP trained on the task labels (the stand-in for paper 002's fine-tuned model)
+    and its hidden layer of ``X_train``, which is clustered; recorded in
+    ``info["task_model"]``."""
+    n = X_train.shape[0]
+    bar.set_description(f"minority: task model ({task_epochs} epochs)")
+    task_model = MLPEmbedding(
+        hidden_size=mlp["hidden_size"],
+        epochs=task_epochs,
+        batch_size=min(128, max(8, n // 32)),
+        lr=mlp["lr"],
+        random_state=mlp["random_state"],
+    ).fit(X_train, y)
+    X_rep = task_model.transform(X_train)
+    info["task_model"] = {
+        "epochs": int(task_epochs),
+        "hidden_size": int(mlp["hidden_size"]),
+        "batch_size": int(min(128, max(8, n // 32))),
+        "train_accuracy": round(task_model.train_accuracy_, 6),
+        "seconds": round(task_model.fit_seconds_, 4),
     }
-    try:
-        with limits:
-            X_rep: Any = X_train
-            task_model = None
-            if task_epochs > 0:
-                bar.set_description(f"minority: task model ({task_epochs} epochs)")
-                task_model = MLPEmbedding(
-                    hidden_size=hidden_size,
-                    epochs=task_epochs,
-                    batch_size=min(128, max(8, n // 32)),
-                    lr=lr,
-                    random_state=random_state,
-                ).fit(X_train, y)
-                X_rep = task_model.transform(X_train)
-                info["task_model"] = {
-                    "epochs": int(task_epochs),
-                    "hidden_size": int(hidden_size),
-                    "batch_size": int(min(128, max(8, n // 32))),
-                    "train_accuracy": round(task_model.train_accuracy_, 6),
-                    "seconds": round(task_model.fit_seconds_, 4),
-                }
-                bar.update()
-            emb_train: Any = X_rep
-            model = None
-            if method == "deepcluster":
-                bar.set_description(f"minority: {m} pseudo-labels ({pseudo_clustering})")
-                start = time.perf_counter()
-                pseudo, pinfo = _cluster(X_rep, pseudo_clustering, int(m), **common)
-                info["pseudo_labels"] = {
-                    "n": int(m),
-                    "clustering": pseudo_clustering,
-                    "seconds": round(time.perf_counter() - start, 4),
-                    **pinfo,
-                }
-                bar.update()
-                bar.set_description("minority: DeepCluster epoch")
-                # The fresh model sees the input features, never the task labels.
-                model = MLPEmbedding(
-                    hidden_size=hidden_size,
-                    epochs=epochs,
-                    batch_size=batch_size,
-                    lr=lr,
-                    random_state=random_state,
-                ).fit(X_train, pseudo)
-                emb_train = model.transform(X_train)
-                info["deepcluster"] = {
-                    "hidden_size": int(hidden_size),
-                    "epochs": int(epochs),
-                    "batch_size": int(batch_size),
-                    "lr": float(lr),
-                    "pseudo_label_accuracy": round(model.train_accuracy_, 6),
-                    "seconds": round(model.fit_seconds_, 4),
-                }
-                bar.update()
-            final = "ward" if method == "deepcluster" else method
-            bar.set_description(f"minority: {final} into {n_clusters} clusters")
-            start = time.perf_counter()
-            clusters, cinfo = _cluster(emb_train, final, int(n_clusters), **common)
-            info["clustering"] = {
-                "algorithm": final,
-                "seconds": round(time.perf_counter() - start, 4),
-                **cinfo,
-            }
-            bar.update()
-            counts = label_counts(clusters, y, int(n_clusters), k_classes)
-            used, share = choose_rule(counts, minority_rule, auto_switch_share)
-            info["minority_rule"] = {
-                "requested": minority_rule,
-                "used": used,
-                "not_majority_share_train": share,
-                "auto_switch_share": float(auto_switch_share),
-                "switched": minority_rule == "auto" and used != "not_majority",
-            }
-            minority = minority_labels(counts, used)
-            out = MinorityClusters(
-                train_clusters=clusters,
-                train_anti_biased=minority[clusters, y],
-                counts=counts,
-                minority=minority,
-                train_embedding=emb_train,
-                info=info,
-            )
-            if has_eval:
-                bar.set_description("minority: nearest training neighbours")
-                start = time.perf_counter()
-                if model is not None:
-                    emb_eval = model.transform(X_eval)
-                elif task_model is not None:
-                    emb_eval = task_model.transform(X_eval)
-                else:
-                    emb_eval = X_eval
-                ye = np.asarray(y_eval, dtype=np.int64)
-                cl, nb, dist = nearest_neighbor_assign(emb_train, clusters, emb_eval)
-                out.eval_clusters = cl
-                out.eval_neighbor = nb
-                out.eval_distance = dist
-                out.eval_anti_biased = minority[cl, ye]
-                info["assign_seconds"] = round(time.perf_counter() - start, 4)
-                bar.update()
-    finally:
-        bar.close()
-    return out
+    bar.update()
+    return task_model, X_rep
+
+
+def _deepcluster_model(
+    X_train: Any,
+    X_rep: Any,
+    m: int,
+    pseudo_clustering: str,
+    epochs: int,
+    batch_size: int,
+    mlp: dict[str, Any],
+    common: dict[str, Any],
+    info: dict[str, Any],
+    bar: Any,
+) -> tuple[MLPEmbedding, Any]:
+    """One DeepCluster iteration (App. C.1): ``m`` pseudo-labels of ``X_rep``, then a fresh
+    MLP trained on them, and its hidden layer of ``X_train`` (what Ward clusters)."""
+    bar.set_description(f"minority: {m} pseudo-labels ({pseudo_clustering})")
+    start = time.perf_counter()
+    pseudo, pinfo = _cluster(X_rep, pseudo_clustering, m, **common)
+    info["pseudo_labels"] = {
+        "n": m,
+        "clustering": pseudo_clustering,
+        "seconds": round(time.perf_counter() - start, 4),
+        **pinfo,
+    }
+    bar.update()
+    bar.set_description("minority: DeepCluster epoch")
+    # The fresh model sees the input features, never the task labels.
+    model = MLPEmbedding(
+        hidden_size=mlp["hidden_size"],
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=mlp["lr"],
+        random_state=mlp["random_state"],
+    ).fit(X_train, pseudo)
+    emb_train = model.transform(X_train)
+    info["deepcluster"] = {
+        "hidden_size": int(mlp["hidden_size"]),
+        "epochs": int(epochs),
+        "batch_size": int(batch_size),
+        "lr": float(mlp["lr"]),
+        "pseudo_label_accuracy": round(model.train_accuracy_, 6),
+        "seconds": round(model.fit_seconds_, 4),
+    }
+    bar.update()
+    return model, emb_train

@@ -37,7 +37,9 @@ registered :class:`PartialInput`) gets class probabilities per condition, out of
 through :mod:`~spurious.detectors.partial_input.crossfit` (folds, the ``"cv_folds"`` and
 ``"lexical_counts"`` artifacts, the fold x condition task) when there is no evaluation
 split, and scores them with :mod:`~spurious.detectors.partial_input.metrics`
-(:func:`leakage_metrics`).
+(:func:`leakage_metrics`); fine-tuned conditions and TRA are in
+:mod:`~spurious.detectors.partial_input.finetuned`, the score table, examples and
+summary in :mod:`~spurious.detectors.partial_input.outputs`.
 """
 
 # The private names are imported from here by tests and bench/bench_leakage_scale.py.

@@ -2,9 +2,10 @@
 
 :class:`PartialInput` gets class probabilities per condition (a probe fitted on the
 training split, out-of-fold probabilities from :mod:`~spurious.detectors.partial_input.crossfit`,
-or fine-tuned models), scores them with
-:func:`~spurious.detectors.partial_input.metrics.leakage_metrics` and adds TRA for
-fine-tuned models.
+or fine-tuned models from :mod:`~spurious.detectors.partial_input.finetuned`), scores
+them with :func:`~spurious.detectors.partial_input.metrics.leakage_metrics`, adds TRA
+for fine-tuned models, and writes its scores, examples and summary with
+:mod:`~spurious.detectors.partial_input.outputs`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import numpy as np
-import pandas as pd
 from tqdm.auto import tqdm
 
 from spurious.analysis import AnalysisOutput, Requirements, VerdictScale, register_analysis
@@ -28,12 +28,22 @@ from spurious.detectors.partial_input.crossfit import (
     _fit_predict,
     assign_folds,
 )
+from spurious.detectors.partial_input.finetuned import (
+    fine_tuned_probabilities,
+    model_summary,
+    token_relevance_agreement,
+)
 from spurious.detectors.partial_input.metrics import leakage_metrics
+from spurious.detectors.partial_input.outputs import (
+    leakage_scores,
+    leakage_summary,
+    per_class_accuracy,
+    top_examples,
+)
 from spurious.exceptions import DetectorError, ParameterError
 from spurious.execution import Executor, make_executor
 from spurious.features import LexicalFeaturizer, make_featurizer
 from spurious.models.sklearn_adapter import make_probe
-from spurious.stats.bootstrap import bootstrap_interval
 from spurious.utils.validation import Interval, StrOptions
 from spurious.views import View, get_view, standard_views
 
@@ -403,87 +413,22 @@ class PartialInput(Detector):
                 executor.close()
         return probas
 
-    def _fine_tuned(
+    def _probabilities(
         self, ctx: RunContext, views: list[View]
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """One fine-tuned model per view (the run's ``trained_model`` artifacts) and its
-        class probabilities on the evaluation split."""
-        from spurious.models.finetune import predict_proba
-
-        probas: dict[str, np.ndarray] = {}
-        trained: dict[str, Any] = {}
-        for view in views:
-            res = ctx.artifact("trained_model", view=view.name, **self._finetune_config(view.name))
-            trained[view.name] = res
-            probas[view.name] = predict_proba(
-                res.model_dir, ctx.split("eval"), view, progress=ctx.progress
-            )
-            logger.info(
-                "partial_input: fine-tuned %s model, evaluation accuracy %.3f",
-                view.name,
-                float((probas[view.name].argmax(1) == ctx.eval.labels).mean()),
-            )
-        return probas, trained
-
-    def _tra(
-        self,
-        ctx: RunContext,
-        views: list[View],
-        trained: dict[str, Any],
-        scores: pd.DataFrame,
-        metrics: dict[str, float],
-    ) -> dict[str, Any]:
-        """Token relevance agreement (Eq. 9-10) of the full-input model with each one-field
-        partial-input model, on all or a seeded sample of the evaluation examples."""
-        from spurious.models.finetune.attribution import relevance_agreement, token_relevance
-
-        evaluate = ctx.split("eval")
-        full_view = views[0]
-        n = len(evaluate)
-        rows = np.arange(n)
-        if self.tra_examples is not None and self.tra_examples < n:
-            seed = self._finetune_config("full")["seed"]
-            rows = np.sort(np.random.default_rng(seed).choice(n, self.tra_examples, replace=False))
-        comparable = [
-            v
-            for v in views[1:]
-            if len(full_view.fields) <= 2 and len(v.fields) == 1 and v.fields[0] in full_view.fields
-        ]
-        if not comparable:
-            return {}
-        start = time.perf_counter()
-        kw = dict(rows=rows, progress=ctx.progress, mode=self.tra_mode)
-        full = token_relevance(trained[full_view.name].model_dir, evaluate, full_view, **kw)
-        out: dict[str, Any] = {
-            "n_scored": len(rows),
-            "alignment": self.tra_alignment,
-            "mode": self.tra_mode,
-        }
-        for view in comparable:
-            part = token_relevance(trained[view.name].model_dir, evaluate, view, **kw)
-            tra = relevance_agreement(full, part, alignment=self.tra_alignment)
-            column = np.full(n, np.nan)
-            column[rows] = tra
-            scores[f"tra_{view.name}"] = column
-            ok = tra[~np.isnan(tra)]
-            if len(ok):
-                est, lo, hi = bootstrap_interval(
-                    lambda x, axis=-1: x.mean(axis=axis),
-                    [ok],
-                    n_resamples=self.n_resamples,
-                    confidence=self.confidence,
-                    random_state=self.random_state,
-                )
-            else:
-                est = lo = hi = float("nan")
-            key = f"tra_{view.name}"
-            metrics[key], metrics[f"{key}_ci_low"], metrics[f"{key}_ci_high"] = est, lo, hi
-        metrics["n_tra"] = float(len(rows))
-        out["seconds"] = round(time.perf_counter() - start, 2)
-        return out
+        """Class probabilities of the scored examples per condition, and the fine-tuned
+        models (empty unless ``model="finetune"``)."""
+        if self.model == "finetune":
+            return fine_tuned_probabilities(self, ctx, views)
+        if ctx.eval is None:
+            return self._cross_fit(ctx, views), {}
+        probas = {}
+        for view in tqdm(views, desc="partial_input: conditions", disable=not ctx.progress):
+            probas[view.name] = self._predict(ctx, view)
+        return probas, {}
 
     def _run(self, ctx: RunContext) -> AnalysisOutput:
-        dataset, eval_dataset, progress = ctx.train, ctx.eval, ctx.progress
+        dataset, eval_dataset = ctx.train, ctx.eval
         views = self._views(dataset)
         counts = np.bincount(dataset.labels, minlength=dataset.n_classes)
         if eval_dataset is None:
@@ -498,16 +443,7 @@ class PartialInput(Detector):
         y = evaluate.labels
         names = np.asarray(dataset.label_names, dtype=object)
 
-        trained: dict[str, Any] = {}
-        if self.model == "finetune":
-            probas, trained = self._fine_tuned(ctx, views)
-        elif eval_dataset is None:
-            probas = self._cross_fit(ctx, views)
-        else:
-            probas = {}
-            for view in tqdm(views, desc="partial_input: conditions", disable=not progress):
-                probas[view.name] = self._predict(ctx, view)
-
+        probas, trained = self._probabilities(ctx, views)
         preds = {c: p.argmax(axis=1) for c, p in probas.items()}
         correct = {c: preds[c] == y for c in preds}
         majority = int(np.argmax(counts))
@@ -520,13 +456,6 @@ class PartialInput(Detector):
             confidence=self.confidence,
             random_state=self.random_state,
         )
-
-        rows = np.arange(len(evaluate))
-        scores = pd.DataFrame({"id": evaluate.ids, "label": names[y]})
-        for c in preds:
-            scores[f"pred_{c}"] = names[preds[c]]
-            scores[f"correct_{c}"] = correct[c]
-            scores[f"p_gold_{c}"] = probas[c][rows, y]
         deltas = {c: metrics[f"delta_maj_{c}"] for c in partial}
         worst = max(deltas, key=deltas.get)
         # Only a partial input that leaks (its Delta_maj interval lies above 0) says which
@@ -535,15 +464,12 @@ class PartialInput(Detector):
         # leaking condition the score ranks by the leakiest one and flags nothing.
         leaky = [c for c in partial if metrics[f"delta_maj_{c}_ci_low"] > 0]
         scored_by = leaky or [worst]
-        leak = np.max(np.stack([probas[c][rows, y] for c in scored_by]), axis=0)
-        scores["partial_input_score"] = leak
-        flagged = np.zeros(len(evaluate), dtype=bool)
-        for c in leaky:
-            flagged |= correct[c] & (probas[c][rows, y] >= self.issue_threshold)
-        scores["is_partial_input_issue"] = flagged
+        scores, leak, flagged = leakage_scores(
+            evaluate, names, probas, preds, correct, scored_by, leaky, self.issue_threshold
+        )
         tra_details: dict[str, Any] = {}
         if trained and self.tra_examples != 0:
-            tra_details = self._tra(ctx, views, trained, scores, metrics)
+            tra_details = token_relevance_agreement(self, ctx, views, trained, scores, metrics)
 
         metrics["n_leaky_conditions"] = float(len(leaky))
         metrics["n_eval"] = float(len(evaluate))
@@ -551,42 +477,14 @@ class PartialInput(Detector):
         metrics["n_train"] = float(len(dataset) if eval_dataset is not None else per_fold)
         metrics["n_issues"] = float(flagged.sum())
 
-        top = np.argsort(-leak, kind="stable")[: self.n_top_examples]
-        fields = list(dataset.task.text_fields)
-        top_examples = []
-        for i in top:
-            ex = {"id": str(evaluate.ids[i]), "label": str(names[y[i]])}
-            ex.update({f: evaluate.frame[f].iloc[i] for f in fields})
-            for c in preds:
-                ex[f"pred_{c}"] = str(names[preds[c][i]])
-                ex[f"p_gold_{c}"] = float(probas[c][i, y[i]])
-            ex["partial_input_score"] = float(leak[i])
-            top_examples.append(ex)
-
-        per_class = {
-            c: {
-                str(names[k]): float(correct[c][y == k].mean()) if (y == k).any() else None
-                for k in range(dataset.n_classes)
-            }
-            for c in preds
-        }
         if trained:
             representation = {"model": "finetune", **self._finetune_config("full")}
         else:
             representation = make_featurizer(self.features).config()
-        summary = (
-            f"{worst}: accuracy {metrics[f'accuracy_{worst}']:.3f} vs majority "
-            f"{metrics['majority_accuracy']:.3f} (Delta_maj {deltas[worst]:+.3f} "
-            f"[{metrics[f'delta_maj_{worst}_ci_low']:+.3f}, "
-            f"{metrics[f'delta_maj_{worst}_ci_high']:+.3f}]); full input "
-            f"{metrics['accuracy_full']:.3f}; {int(flagged.sum())} leaky example(s)"
-        )
-        if f"tra_{worst}" in metrics:
-            summary += f"; TRA {metrics[f'tra_{worst}']:.3f}"
         return AnalysisOutput(
             scores=scores,
             metrics=metrics,
-            summary=summary,
+            summary=leakage_summary(metrics, worst, int(flagged.sum())),
             details={
                 "conditions": [
                     {"view": v.name, "fields": list(v.fields), "is_partial": v.is_partial}
@@ -597,13 +495,15 @@ class PartialInput(Detector):
                 "leakiest_condition": worst,
                 "leaky_conditions": leaky,
                 "score_conditions": scored_by,
-                "per_class_accuracy": per_class,
-                "top_examples": top_examples,
+                "per_class_accuracy": per_class_accuracy(y, correct, names, dataset.n_classes),
+                "top_examples": top_examples(
+                    evaluate, names, probas, preds, leak, self.n_top_examples
+                ),
                 "featurizer": representation,
                 "mode": "eval_split" if eval_dataset is not None else f"{self.n_folds}-fold",
                 "model": self.model,
                 **(
-                    {"fine_tuned_models": {v: _model_summary(r) for v, r in trained.items()}}
+                    {"fine_tuned_models": {v: model_summary(r) for v, r in trained.items()}}
                     if trained
                     else {}
                 ),
@@ -635,14 +535,3 @@ class PartialInput(Detector):
             measured=f"Delta_maj of the {label} probe: its accuracy minus always guessing the "
             "majority label, with a 95% bootstrap interval over the scored examples",
         )
-
-
-def _model_summary(result: Any) -> dict[str, Any]:
-    """What the report shows of one fine-tuned condition model."""
-    m = result.metrics
-    return {
-        "model": result.config.model,
-        "epochs_trained": m.get("epochs_trained"),
-        "train_seconds": m.get("train_seconds"),
-        "folder": str(result.output_dir),
-    }

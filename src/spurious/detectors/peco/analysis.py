@@ -36,21 +36,28 @@ from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import numpy as np
-import pandas as pd
-from scipy.stats import mannwhitneyu
 
 from spurious.analysis import AnalysisOutput, Requirements, VerdictScale, register_analysis
 from spurious.context import RunContext
-from spurious.data.dataset import Dataset
 from spurious.data.tasks import Task
 from spurious.detectors.base import Detector
+from spurious.detectors.peco.details import (  # the constants: importable here as before
+    CONFIDENCE_BINS,  # noqa: F401
+    EXAMPLES_PER_REGION,  # noqa: F401
+    cartography_comparison,
+    cluster_table,
+    example_scores,
+    projection,
+    region_examples,
+)
+from spurious.detectors.peco.regions import REGION_RULES, biased_regions
 from spurious.detectors.peco.score import (
-    AUTHORS_REGION_THRESHOLD,
     DIVERGENCES,
     INTEGRALS,
+    NullDistribution,
+    PecoFit,
     auto_n_clusters,
     bootstrap_scores,
-    cluster_null_divergences,
     fit_peco,
     peco_from_counts,
     permutation_scores,
@@ -63,13 +70,6 @@ from spurious.utils.validation import Interval, StrOptions
 from spurious.views import get_view
 
 __all__ = ["Peco", "default_elicited_view"]
-
-#: Examples shown per biased region in the report.
-EXAMPLES_PER_REGION = 5
-#: Bins of the Fig. 8 confidence histograms.
-CONFIDENCE_BINS = 10
-#: How a cluster becomes a biased region (see :class:`Peco`'s ``region_rule``).
-REGION_RULES = ("authors", "eq11", "null")
 
 
 def default_elicited_view(task: Task) -> str:
@@ -171,6 +171,8 @@ class Peco(Detector):
         "alone, with a shuffled-label baseline, biased regions and the App. C sweep."
     )
     requires: ClassVar[Requirements] = Requirements(labels=True, features=True, multi_field=True)
+    #: Reads cartography's confidence (biased regions vs easy-to-learn) when both run.
+    after: ClassVar[tuple[str, ...]] = ("cartography",)
     #: The headline effect is PECO minus the shuffled baseline (points of Eq. 12 x 100).
     verdict_scale: ClassVar[VerdictScale] = VerdictScale(
         0.1,
@@ -348,33 +350,18 @@ class Peco(Detector):
         return auto_n_clusters(n) if self.n_clusters == "auto" else int(self.n_clusters)
 
     # -- the work -------------------------------------------------------------------
-    def _run(self, ctx: RunContext) -> AnalysisOutput:
-        scored = self.scored_dataset(ctx)
-        split = "eval" if ctx.eval is not None else "train"
-        view = self._view(scored.task)
-        seed = 0 if self.random_state is None else int(self.random_state)
-        n, n_classes = len(scored), scored.n_classes
-        k = self._k(n)
-
+    def _embed(self, ctx: RunContext, view: str, split: str) -> Any:
+        """The elicited sentences' representation of the scored split."""
         if self.features == "psc":  # paper 003 App. B: PSC-trained, fed the single sentence
-            X = ctx.artifact(
+            return ctx.artifact(
                 "hidden_states", view=view, split=split, model_view="full", epochs=self.psc_epochs
             )
-        else:
-            X = ctx.features(self.features, view, split=split)
-        # A canonical row order (by id) makes the clustering, and so the score, independent
-        # of the order of the examples in the file.
-        order = np.argsort(np.asarray(scored.ids, dtype=str), kind="stable")
-        inverse = np.empty_like(order)
-        inverse[order] = np.arange(n)
-        X_sorted = X[order]
-        y = np.asarray(scored.labels)[order]
+        return ctx.features(self.features, view, split=split)
 
-        Z = reduce_dimensions(X_sorted, self.n_components, seed)
-        seeds = [seed + i for i in range(self.n_seeds)]
-        fits = [fit_peco(Z, y, k, n_classes, integral=self.integral, random_state=s) for s in seeds]
-        main = fits[0]
-        clusterings = [f.clusters for f in fits]
+    def _uncertainty(
+        self, clusterings: list[np.ndarray], y: np.ndarray, k: int, n_classes: int, seed: int
+    ) -> tuple[NullDistribution, dict[str, np.ndarray] | None]:
+        """The shuffled-label null and the bootstrap over examples of every clustering."""
         null = permutation_scores(
             clusterings,
             y,
@@ -397,58 +384,50 @@ class Peco(Detector):
             if self.n_bootstrap
             else None
         )
+        return null, boot
 
-        metrics: dict[str, float] = {}
-        for d in DIVERGENCES:
-            per_seed = np.array([f.scores[d] for f in fits])
-            # Each seed against its own null: the seed spread then enters the interval.
-            seed_excess = per_seed - null.per_clustering[d].mean(axis=0)
-            score = float(per_seed.mean())
-            base = null.scores[d]
-            metrics[f"peco_{d}"] = score
-            if boot is not None:
-                lo, hi = seed_bootstrap_interval(per_seed, boot[d], self.confidence)
-                # A divergence area is never negative; the excess below may be.
-                metrics[f"peco_{d}_ci_low"], metrics[f"peco_{d}_ci_high"] = max(lo, 0.0), hi
-            metrics[f"peco_{d}_seed_sd"] = float(per_seed.std(ddof=1)) if len(fits) > 1 else 0.0
-            metrics[f"peco_{d}_seed_min"] = float(per_seed.min())
-            metrics[f"peco_{d}_seed_max"] = float(per_seed.max())
-            metrics[f"peco_{d}_baseline"] = float(base.mean())
-            metrics[f"peco_{d}_baseline_q95"] = float(np.quantile(base, 0.95))
-            metrics[f"peco_{d}_excess"] = float(seed_excess.mean())
-            if boot is not None:
-                lo, hi = seed_bootstrap_interval(seed_excess, boot[d], self.confidence)
-                metrics[f"peco_{d}_excess_ci_low"], metrics[f"peco_{d}_excess_ci_high"] = lo, hi
-            metrics[f"peco_{d}_p_value"] = float((1 + (base >= score).sum()) / (1 + len(base)))
-            metrics[f"peco_{d}_reference"] = float(
-                np.mean([peco_from_counts(f.counts, d, "reference") for f in fits])
-            )
+    def _run(self, ctx: RunContext) -> AnalysisOutput:
+        scored = self.scored_dataset(ctx)
+        split = "eval" if ctx.eval is not None else "train"
+        view = self._view(scored.task)
+        seed = 0 if self.random_state is None else int(self.random_state)
+        n, n_classes = len(scored), scored.n_classes
+        k = self._k(n)
 
-        regions = self._regions(main, y, k, n_classes, seed)
+        X = self._embed(ctx, view, split)
+        # A canonical row order (by id) makes the clustering, and so the score, independent
+        # of the order of the examples in the file.
+        order = np.argsort(np.asarray(scored.ids, dtype=str), kind="stable")
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(n)
+        X_sorted = X[order]
+        y = np.asarray(scored.labels)[order]
+
+        Z = reduce_dimensions(X_sorted, self.n_components, seed)
+        seeds = [seed + i for i in range(self.n_seeds)]
+        fits = [fit_peco(Z, y, k, n_classes, integral=self.integral, random_state=s) for s in seeds]
+        main = fits[0]
+        clusterings = [f.clusters for f in fits]
+        null, boot = self._uncertainty(clusterings, y, k, n_classes, seed)
+        metrics = _divergence_metrics(fits, null, boot, self.confidence)
+
+        regions = biased_regions(
+            main,
+            y,
+            k,
+            n_classes,
+            seed,
+            rule=self.region_rule,
+            region_threshold=self.region_threshold,
+            alpha=self.region_alpha,
+            n_permutations=self.n_permutations,
+        )
         biased_clusters = regions.pop("biased")
-        sizes = main.counts.sum(axis=1)
         majority = main.counts.argmax(axis=1)
         clusters = main.clusters[inverse]  # back to the dataset's row order
-        labels = np.asarray(scored.labels)
         names = np.asarray(scored.label_names, dtype=object)
         in_region = biased_clusters[clusters]
-        p_label = main.counts[clusters, labels] / sizes[clusters]
-        cluster_l2 = main.divergences["l2"]
-        scores = pd.DataFrame(
-            {
-                "id": scored.ids,
-                "label": names[labels],
-                "cluster": clusters,
-                "cluster_size": sizes[clusters],
-                "cluster_majority_label": names[majority[clusters]],
-                "p_label_in_cluster": p_label,
-                "divergence_l2": cluster_l2[clusters],
-                "divergence_kl": main.divergences["kl"][clusters],
-                "in_biased_region": in_region,
-                "peco_score": cluster_l2[clusters],
-                "is_peco_issue": in_region & (labels == majority[clusters]),
-            }
-        )
+        scores = example_scores(scored, main, clusters, in_region)
         cluster_p = regions.pop("cluster_p_values")
         metrics.update(
             {
@@ -468,18 +447,18 @@ class Peco(Detector):
             "headline_divergence": self.divergence,
             "integral": self.integral,
             "region_rule": self.region_rule,
-            "clusters": _cluster_table(main, names, biased_clusters, cluster_p),
+            "clusters": cluster_table(main, names, biased_clusters, cluster_p),
             "null_sorted_divergences": {d: v.tolist() for d, v in null.mean_sorted.items()},
             "seed_scores": {d: [f.scores[d] for f in fits] for d in DIVERGENCES},
             "seeds": seeds,
-            "regions": _region_examples(scored, clusters, biased_clusters, majority, names, seed),
+            "regions": region_examples(scored, clusters, biased_clusters, majority, names, seed),
         }
-        cartography = _cartography_comparison(ctx, scored, in_region)
+        cartography = cartography_comparison(ctx, scored, in_region)
         if cartography is not None:
             details["cartography"] = cartography.pop("details")
             metrics.update(cartography)
         if self.projection != "none":
-            details["projection"] = _projection(
+            details["projection"] = projection(
                 Z, y, main.clusters, biased_clusters, self.projection, self.projection_sample, seed
             )
         if self.run_sweep:
@@ -494,65 +473,27 @@ class Peco(Detector):
             )
             details["sweep"] = table.to_dict(orient="records")
 
+        summary = self._summary(metrics, k, n, view, biased_clusters, in_region)
+        return AnalysisOutput(scores=scores, metrics=metrics, summary=summary, details=details)
+
+    def _summary(
+        self,
+        metrics: dict[str, float],
+        k: int,
+        n: int,
+        view: str,
+        biased_clusters: np.ndarray,
+        in_region: np.ndarray,
+    ) -> str:
+        """The result's one-line summary: the score, its baseline, the biased regions."""
         d = self.divergence
-        summary = (
+        return (
             f"PECO_{d.upper()} {metrics[f'peco_{d}']:.2f} (shuffled labels "
             f"{metrics[f'peco_{d}_baseline']:.2f}, p={metrics[f'peco_{d}_p_value']:.3f}) over "
             f"k={k} clusters of {n:,} {view} embeddings; {int(biased_clusters.sum())} biased "
             f"regions ({self.region_rule} rule; shuffled labels "
             f"{metrics['n_biased_clusters_null']:.1f}) hold {in_region.mean():.0%} of the examples"
         )
-        return AnalysisOutput(scores=scores, metrics=metrics, summary=summary, details=details)
-
-    def _regions(
-        self, fit: Any, y: np.ndarray, k: int, n_classes: int, seed: int
-    ) -> dict[str, Any]:
-        """Biased clusters of ``fit`` by ``region_rule``, and what the rule flags by chance.
-
-        Every cluster's Eq. 11 divergence is compared with its own permutation null (the
-        labels shuffled, the cluster's size kept): the ``"null"`` rule flags on that
-        p-value; every rule is also applied to each permutation, which gives the number
-        of clusters (and share of examples) it flags when labels and clusters are
-        independent.
-        """
-        s = fit.divergences["l2"]
-        sizes = fit.counts.sum(axis=1)
-        null = cluster_null_divergences(
-            fit.clusters, y, k, n_classes, n_permutations=self.n_permutations, random_state=seed
-        )
-        n_perm = null.shape[0]
-        # A tolerance: the observed and the permuted divergences are computed apart.
-        p_values = (1 + (null >= s - 1e-12).sum(axis=0)) / (1 + n_perm)
-        out: dict[str, Any] = {"cluster_p_values": p_values}
-        if self.region_rule == "null":
-            biased = p_values <= self.region_alpha
-            # Each permutation judged against the others (leave-one-out p-values).
-            ranked = np.sort(null, axis=0)
-            at_least = np.stack(
-                [n_perm - np.searchsorted(ranked[:, i], null[:, i], side="left") for i in range(k)],
-                axis=1,
-            )
-            null_flags = at_least / n_perm <= self.region_alpha
-        else:
-            n_present = max(int((np.bincount(y, minlength=n_classes) > 0).sum()), 1)
-            if self.region_rule == "authors":
-                t = (
-                    AUTHORS_REGION_THRESHOLD
-                    if self.region_threshold is None
-                    else self.region_threshold
-                )
-                threshold = t / n_present  # a sum of squares on Eq. 11's mean-square scale
-            else:
-                threshold = (
-                    0.2**2 / n_present if self.region_threshold is None else self.region_threshold
-                )
-            biased = s > threshold
-            null_flags = null > threshold
-            out["region_threshold"] = float(threshold)
-        out["biased"] = biased
-        out["n_biased_clusters_null"] = float(null_flags.sum(axis=1).mean())
-        out["share_in_biased_regions_null"] = float((null_flags @ sizes).mean() / sizes.sum())
-        return out
 
     def headline(self, result: Any) -> dict[str, Any]:
         """PECO beyond the shuffled baseline: its interval and permutation test set the severity."""
@@ -594,133 +535,37 @@ class Peco(Detector):
         )
 
 
-# =======================================================================================
-# Details for the report
-# =======================================================================================
-def _cluster_table(
-    fit: Any, names: np.ndarray, biased: np.ndarray, p_values: np.ndarray
-) -> list[dict[str, Any]]:
-    """One row per cluster: size, label counts, dominant label, divergences, biased flag."""
-    rows = []
-    for i, counts in enumerate(fit.counts):
-        size = int(counts.sum())
-        top = int(counts.argmax())
-        rows.append(
-            {
-                "cluster": i,
-                "size": size,
-                "counts": {str(names[j]): int(c) for j, c in enumerate(counts)},
-                "dominant_label": str(names[top]),
-                "dominant_share": float(counts[top] / size) if size else 0.0,
-                "divergence_l2": float(fit.divergences["l2"][i]),
-                "divergence_kl": float(fit.divergences["kl"][i]),
-                "p_value": float(p_values[i]),
-                "biased": bool(biased[i]),
-            }
+def _divergence_metrics(
+    fits: list[PecoFit],
+    null: NullDistribution,
+    boot: dict[str, np.ndarray] | None,
+    confidence: float,
+) -> dict[str, float]:
+    """``peco_<d>`` per divergence: the mean over seeds, its spread, the shuffled
+    baseline, the excess with its interval and p-value, and the reference score."""
+    metrics: dict[str, float] = {}
+    for d in DIVERGENCES:
+        per_seed = np.array([f.scores[d] for f in fits])
+        # Each seed against its own null: the seed spread then enters the interval.
+        seed_excess = per_seed - null.per_clustering[d].mean(axis=0)
+        score = float(per_seed.mean())
+        base = null.scores[d]
+        metrics[f"peco_{d}"] = score
+        if boot is not None:
+            lo, hi = seed_bootstrap_interval(per_seed, boot[d], confidence)
+            # A divergence area is never negative; the excess below may be.
+            metrics[f"peco_{d}_ci_low"], metrics[f"peco_{d}_ci_high"] = max(lo, 0.0), hi
+        metrics[f"peco_{d}_seed_sd"] = float(per_seed.std(ddof=1)) if len(fits) > 1 else 0.0
+        metrics[f"peco_{d}_seed_min"] = float(per_seed.min())
+        metrics[f"peco_{d}_seed_max"] = float(per_seed.max())
+        metrics[f"peco_{d}_baseline"] = float(base.mean())
+        metrics[f"peco_{d}_baseline_q95"] = float(np.quantile(base, 0.95))
+        metrics[f"peco_{d}_excess"] = float(seed_excess.mean())
+        if boot is not None:
+            lo, hi = seed_bootstrap_interval(seed_excess, boot[d], confidence)
+            metrics[f"peco_{d}_excess_ci_low"], metrics[f"peco_{d}_excess_ci_high"] = lo, hi
+        metrics[f"peco_{d}_p_value"] = float((1 + (base >= score).sum()) / (1 + len(base)))
+        metrics[f"peco_{d}_reference"] = float(
+            np.mean([peco_from_counts(f.counts, d, "reference") for f in fits])
         )
-    return rows
-
-
-def _region_examples(
-    dataset: Dataset,
-    clusters: np.ndarray,
-    biased: np.ndarray,
-    majority: np.ndarray,
-    names: np.ndarray,
-    seed: int,
-) -> list[dict[str, Any]]:
-    """Example sentences of each biased region (a seeded sample, dominant label first)."""
-    rng = np.random.default_rng(seed)
-    labels = np.asarray(dataset.labels)
-    fields = dataset.task.text_fields
-    texts = {f: dataset.texts(f) for f in fields}
-    out = []
-    for c in np.flatnonzero(biased):
-        rows = np.flatnonzero(clusters == c)
-        dominant = rows[labels[rows] == majority[c]]
-        pick = rng.choice(dominant, size=min(EXAMPLES_PER_REGION, len(dominant)), replace=False)
-        out.append(
-            {
-                "cluster": int(c),
-                "dominant_label": str(names[majority[c]]),
-                "examples": [
-                    {
-                        "id": str(dataset.ids[i]),
-                        "label": str(names[labels[i]]),
-                        **{f: texts[f][i] for f in fields},
-                    }
-                    for i in sorted(pick)
-                ],
-            }
-        )
-    return out
-
-
-def _projection(
-    Z: np.ndarray,
-    y: np.ndarray,
-    clusters: np.ndarray,
-    biased: np.ndarray,
-    method: str,
-    sample: int,
-    seed: int,
-) -> dict[str, Any]:
-    """2-D map of a seeded sample (Fig. 1): coordinates, label, cluster, biased flag."""
-    from scipy import sparse
-
-    rng = np.random.default_rng(seed)
-    n = Z.shape[0]
-    rows = np.sort(rng.choice(n, size=min(sample, n), replace=False))
-    pts = Z[rows]
-    if sparse.issparse(pts):
-        pts = pts.toarray()
-    if method == "tsne" and len(rows) > 5:
-        from sklearn.manifold import TSNE
-
-        perplexity = float(min(30.0, (len(rows) - 1) / 3))
-        xy = TSNE(n_components=2, init="pca", perplexity=perplexity, random_state=seed)
-        coords = xy.fit_transform(np.asarray(pts, dtype=np.float32))
-    else:
-        from sklearn.decomposition import PCA
-
-        method = "pca"
-        coords = PCA(n_components=min(2, pts.shape[1]), random_state=seed).fit_transform(pts)
-        if coords.shape[1] == 1:
-            coords = np.c_[coords, np.zeros(len(coords))]
-    return {
-        "method": method,
-        "x": np.round(coords[:, 0], 3).tolist(),
-        "y": np.round(coords[:, 1], 3).tolist(),
-        "label": y[rows].astype(int).tolist(),
-        "cluster": clusters[rows].astype(int).tolist(),
-        "biased": biased[clusters[rows]].tolist(),
-        "n_total": int(n),
-    }
-
-
-def _cartography_comparison(
-    ctx: RunContext, scored: Dataset, in_region: np.ndarray
-) -> dict[str, Any] | None:
-    """Sec. 6.1 / Fig. 8: cartography confidence in biased vs other clusters, if at hand."""
-    carto = ctx.results.get("cartography")
-    if carto is None or not carto.ok or "confidence" not in carto.scores:
-        return None
-    conf = carto.scores.set_index(carto.scores["id"].astype(str))["confidence"]
-    ids = np.asarray(scored.ids, dtype=str)
-    if not set(ids) <= set(conf.index):
-        return None  # cartography scored another split
-    c = conf.loc[ids].to_numpy(dtype=float)
-    edges = np.linspace(0.0, 1.0, CONFIDENCE_BINS + 1)
-    biased, other = c[in_region], c[~in_region]
-    out: dict[str, Any] = {
-        "details": {
-            "bins": edges.tolist(),
-            "biased": np.histogram(biased, edges)[0].tolist(),
-            "other": np.histogram(other, edges)[0].tolist(),
-        }
-    }
-    if len(biased) and len(other):
-        out["confidence_biased"] = float(biased.mean())
-        out["confidence_other"] = float(other.mean())
-        out["confidence_mwu_p"] = float(mannwhitneyu(biased, other).pvalue)
-    return out
+    return metrics

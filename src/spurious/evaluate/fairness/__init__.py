@@ -10,7 +10,11 @@ this package measures
 - how stable the models' ranking is (:mod:`.ranking`, Fig. 3/4);
 - the annotators' agreement with the gold label per stage (:mod:`.agreement`, Fig. 5/9);
 
-and :mod:`.analysis` registers it all as the ``fairness`` analysis.
+and :mod:`.analysis` registers it all as the ``fairness`` analysis: :mod:`.steps` turns
+each part of a run into metrics and detail rows, :mod:`.verdict` puts them into words,
+:mod:`.families` infers model families for the same-family rank change. On extractive QA
+the study runs on answer-sentence selection: :mod:`.qa_features` builds the candidate
+sentences and the QA adversaries' features, :mod:`.qa` filters with them.
 """
 
 from spurious.evaluate.fairness.adversaries import (

@@ -11,19 +11,21 @@ On an extractive-QA run the same study runs on answer-sentence selection
 conditional-logit model family, cross-fitted article halves when there is no training
 split, SQuAD F1 (and EM) as the per-question score, and agreement among the annotators'
 answers.
+
+:class:`Fairness` holds the parameters and checks, runs the adversaries, scores the
+models and calls the steps of :mod:`~spurious.evaluate.fairness.steps` in turn (each
+returns its metrics and detail rows); :mod:`~spurious.evaluate.fairness.verdict` puts the
+result into words.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 import math
-from collections.abc import Mapping
 from numbers import Integral, Real
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import pandas as pd
 
 from spurious.analysis import (
     Analysis,
@@ -35,40 +37,40 @@ from spurious.analysis import (
 from spurious.context import RunContext
 from spurious.evaluate.fairness.adversaries import (
     PAPER_TABLE3,
-    STAGES,
+    AdversaryRun,
     adversary_names,
     run_adversaries,
     stage_arrays,
 )
-from spurious.evaluate.fairness.agreement import (
-    agreement_by_stage,
-    counts_from_lists,
-    gold_agreement,
-    label_entropy,
-)
+from spurious.evaluate.fairness.agreement import counts_from_lists, gold_agreement, label_entropy
 from spurious.evaluate.fairness.families import resolve_families
-from spurious.evaluate.fairness.matrix import accuracy_matrix, correctness
+from spurious.evaluate.fairness.matrix import Matrix, accuracy_matrix, correctness
 from spurious.evaluate.fairness.qa import (
     QA_ADVERSARIES,
     answer_agreement,
     answer_counts,
     run_qa_adversaries,
 )
-from spurious.evaluate.fairness.ranking import (
-    family_rank_change,
-    random_subset_null,
-    rank_agreement,
-    ranks,
+from spurious.evaluate.fairness.steps import (
+    agreement_entries,
+    em_entries,
+    example_scores,
+    family_entries,
+    matrix_entries,
+    ranking_entries,
+    stage_breakdown,
 )
+from spurious.evaluate.fairness.verdict import hardest_adversary, verdict_text
 from spurious.exceptions import DetectorError, ParameterError
 from spurious.stats.metrics import qa_scores
 from spurious.utils.validation import Interval
 
+if TYPE_CHECKING:  # pragma: no cover
+    from spurious.data.dataset import Dataset
+
 __all__ = ["Fairness", "verdict_text"]
 
 logger = logging.getLogger(__name__)
-
-_STAGE_SHORT = ("first_round", "later", "selected")
 
 
 @register_analysis
@@ -311,19 +313,12 @@ class Fairness(Analysis):
     def _run(self, ctx: RunContext) -> AnalysisOutput:
         qa = _is_qa(ctx)
         ds = ctx.target if qa else ctx.split("eval")
-        n = len(ds)
         names = self._adversary_specs(qa)
         models = [p.name for p in ctx.predictions]
         if len(set(models)) != len(models):
             raise DetectorError(f"fairness needs distinct model names; got {models}.")
-        qa_info: dict[str, Any] = {}
-        em = None
+        runs, qa_info = self._adversary_runs(ctx, ds, names, qa)
         if qa:
-            runs, qa_info = run_qa_adversaries(
-                ds, names, self.seeds, aflite_params=self.aflite_params,
-                train=ctx.train if ctx.eval is not None else None,
-                split_seed=0 if self.random_state is None else int(self.random_state),
-            )  # fmt: skip
             answers = [list(a) for a in ds.frame["answers"]]
             # SQuAD F1 / EM per question (max over the gold answers, official normalisation)
             correct = np.stack([qa_scores(p.values, answers, "f1") for p in ctx.predictions])
@@ -331,193 +326,49 @@ class Fairness(Analysis):
             gold_col = [a[0] if a else "" for a in answers]
             chance = math.nan  # no chance level for span F1
         else:
-            runs = run_adversaries(
-                ctx, names, self.seeds, aflite_params=self.aflite_params, view=self.view
-            )
+            answers = None
             correct = correctness([p.values for p in ctx.predictions], ds.labels)
+            em = None
             gold_col = [ds.label_names[k] for k in ds.labels]
             chance = 1.0 / ds.n_classes
         stages = stage_arrays(runs)
-        mat = accuracy_matrix(
-            correct,
-            {a: s == 2 for a, s in stages.items()},
-            models=models,
-            n_bootstrap=self.n_bootstrap,
-            confidence=self.confidence,
-            random_state=self.random_state,
-        )
+        mat = self._matrix(correct, stages, models)
         metrics: dict[str, float] = {
-            "n_eval": float(n),
+            "n_eval": float(len(ds)),
             "n_models": float(len(models)),
             "n_adversaries": float(len(names)),
             "n_seeds": float(len(self.seeds)),
             "chance": chance,
         }
-        # Fig. 1: the stage breakdown
-        breakdown = []
-        for a, s in stages.items():
-            row: dict[str, Any] = {"adversary": a, "spec": str(names[a])}
-            for code, short in enumerate(_STAGE_SHORT):
-                frac = (s == code).mean(axis=1)
-                metrics[f"{short}_fraction_{a}"] = float(frac.mean())
-                metrics[f"{short}_fraction_{a}_sd"] = (
-                    float(frac.std(ddof=1)) if len(frac) > 1 else 0.0
-                )
-                row[short] = float(frac.mean())
-                row[f"{short}_sd"] = metrics[f"{short}_fraction_{a}_sd"]
-            own = [r for r in runs if r.name == a]
-            row["n_rounds"] = [r.n_rounds for r in own]
-            row["seconds"] = round(float(sum(r.seconds for r in own)), 3)
-            breakdown.append(row)
-        # the matrix
-        table = []
-        for i, m in enumerate(models):
-            for j, a in enumerate(mat.adversaries):
-                key = f"acc_{m}_{a}"
-                metrics[key] = float(mat.accuracy[i, j])
-                metrics[f"{key}_ci_low"] = float(mat.ci_low[i, j])
-                metrics[f"{key}_ci_high"] = float(mat.ci_high[i, j])
-                metrics[f"{key}_seed_sd"] = float(mat.seed_sd[i, j])
-                table.append(
-                    {
-                        "model": m,
-                        "adversary": a,
-                        "accuracy": float(mat.accuracy[i, j]),
-                        "ci_low": float(mat.ci_low[i, j]),
-                        "ci_high": float(mat.ci_high[i, j]),
-                        "seed_sd": float(mat.seed_sd[i, j]),
-                    }
-                )
-        for j, a in enumerate(mat.adversaries):
-            metrics[f"mean_acc_{a}"] = float(np.nanmean(mat.accuracy[:, j]))
+        part, breakdown = stage_breakdown(stages, runs, names)
+        metrics.update(part)
+        part, table = matrix_entries(mat, models)
+        metrics.update(part)
         em_table = []
-        if em is not None:  # QA: exact match beside F1 (F1 is the matrix's score)
-            mat_em = accuracy_matrix(
-                em, {a: s == 2 for a, s in stages.items()}, models=models,
-                n_bootstrap=self.n_bootstrap, confidence=self.confidence,
-                random_state=self.random_state,
-            )  # fmt: skip
-            for i, m in enumerate(models):
-                for j, a in enumerate(mat_em.adversaries):
-                    metrics[f"em_{m}_{a}"] = float(mat_em.accuracy[i, j])
-                    em_table.append(
-                        {"model": m, "adversary": a, "em": float(mat_em.accuracy[i, j]),
-                         "ci_low": float(mat_em.ci_low[i, j]),
-                         "ci_high": float(mat_em.ci_high[i, j]),
-                         "seed_sd": float(mat_em.seed_sd[i, j])}
-                    )  # fmt: skip
-        # ranking stability
-        rank_table: dict[str, dict[str, float]] = {}
-        for j, a in enumerate(mat.adversaries):
-            r = ranks(mat.accuracy[:, j])
-            rank_table[a] = dict(zip(models, r.tolist(), strict=True))
-            for m, v in rank_table[a].items():
-                metrics[f"rank_{m}_{a}"] = v
-        ranking = []
-        for j, a in enumerate(mat.adversaries[1:], start=1):
-            boot_ok = mat.boot.shape[0] > 0
-            ra = rank_agreement(
-                mat.accuracy[:, 0],
-                mat.accuracy[:, j],
-                mat.boot[:, :, 0] if boot_ok else None,
-                mat.boot[:, :, j] if boot_ok else None,
-                confidence=self.confidence,
-            )
-            for k, v in ra.items():
-                metrics[k.replace("kendall_tau", f"kendall_tau_{a}").replace(
-                    "spearman", f"spearman_{a}"
-                )] = v  # fmt: skip
-            # The null "the adversary selects at random": tau of random subsets of the
-            # AF-selected size (the same resampling seed for every adversary).
-            null = random_subset_null(
-                correct, mat.n_selected[j], ra["kendall_tau"], n_draws=self.n_bootstrap,
-                random_state=self.random_state,
-            )  # fmt: skip
-            metrics[f"kendall_tau_{a}_null_p"] = null["p_value"]
-            metrics[f"kendall_tau_{a}_null_median"] = null["null_tau_median"]
-            ranking.append({"adversary": a, **ra, **{f"null_{k}": v for k, v in null.items()}})
-        finite = [r for r in ranking if math.isfinite(r["kendall_tau"])]
-        lowest = min(finite, key=lambda r: r["kendall_tau"]) if finite else None
-        metrics["min_kendall_tau"] = lowest["kendall_tau"] if lowest else math.nan
-        if lowest is not None:
-            # The lowest of several taus is tested with a Bonferroni correction.
-            p_low = lowest.get("null_p_value", math.nan)
-            metrics["min_kendall_tau_ci_low"] = lowest.get("kendall_tau_ci_low", math.nan)
-            metrics["min_kendall_tau_ci_high"] = lowest.get("kendall_tau_ci_high", math.nan)
-            metrics["min_kendall_tau_null_p"] = (
-                min(1.0, p_low * len(finite)) if math.isfinite(p_low) else math.nan
-            )
-        family_changes = []
+        if em is not None:
+            part, em_table = em_entries(self._matrix(em, stages, models), models)
+            metrics.update(part)
+        part, rank_table, ranking = ranking_entries(
+            mat, models, correct, confidence=self.confidence, n_draws=self.n_bootstrap,
+            random_state=self.random_state,
+        )  # fmt: skip
+        metrics.update(part)
         families, inferred = resolve_families(
             self.families, names, models, {p.name: p.source for p in ctx.predictions}
         )
-        if families:
-            changes = family_rank_change(
-                rank_table["none"], {a: rank_table[a] for a in names}, families
-            )
-            for (m, a), v in changes.items():
-                metrics[f"family_rank_change_{m}_{a}"] = v
-                family_changes.append({"model": m, "adversary": a, "rank_change": v})
-            if changes:
-                metrics["mean_family_rank_change"] = float(np.mean(list(changes.values())))
-        # annotator agreement by stage
-        counts = None if qa else self._annotation_counts(ctx)
+        part, family_changes = family_entries(rank_table, list(names), families)
+        metrics.update(part)
+        agree, entropy = self._agreement(ctx, qa, gold_col, answers)
         agreement_rows = []
-        agree = np.full(n, np.nan)
-        if qa or counts is not None:
-            if qa:  # share of the other annotators' answers equal to the first one
-                agree = answer_agreement(answers)
-                entropy = label_entropy(answer_counts(answers))
-                entropy[np.isnan(agree)] = np.nan  # one answer: no distribution to speak of
-            else:
-                agree = gold_agreement(counts, gold_col)
-                entropy = label_entropy(counts)
-            metrics["n_annotated"] = float(np.isfinite(agree).sum())
-            metrics["agreement_all"] = (
-                float(np.nanmean(agree)) if metrics["n_annotated"] else math.nan
-            )
-            metrics["entropy_all"] = (
-                float(np.nanmean(entropy)) if metrics["n_annotated"] else math.nan
-            )
-            for a, s in stages.items():
-                by_a = agreement_by_stage(
-                    agree, s, n_bootstrap=self.n_bootstrap, confidence=self.confidence,
-                    random_state=self.random_state,
-                )  # fmt: skip
-                by_e = agreement_by_stage(entropy, s, n_bootstrap=0)
-                for code, short in enumerate(_STAGE_SHORT):
-                    metrics[f"agreement_{short}_{a}"] = by_a[code]["mean"]
-                    metrics[f"agreement_{short}_{a}_ci_low"] = by_a[code]["ci_low"]
-                    metrics[f"agreement_{short}_{a}_ci_high"] = by_a[code]["ci_high"]
-                    metrics[f"entropy_{short}_{a}"] = by_e[code]["mean"]
-                    agreement_rows.append(
-                        {
-                            "adversary": a,
-                            "stage": STAGES[code],
-                            "agreement": by_a[code]["mean"],
-                            "ci_low": by_a[code]["ci_low"],
-                            "ci_high": by_a[code]["ci_high"],
-                            "entropy": by_e[code]["mean"],
-                            "n": by_a[code]["n"],
-                        }
-                    )
-        # per-example scores
-        scores = pd.DataFrame({"id": ds.ids, "label": gold_col})
-        selected_total = np.zeros(n)
-        for a, s in stages.items():
-            counts_by_stage = np.stack([(s == c).sum(axis=0) for c in range(3)])  # (3, n)
-            # most frequent stage; ties go to the later stage (argmax of reversed order)
-            mode = 2 - np.argmax(counts_by_stage[::-1], axis=0)
-            named = np.array(STAGES, dtype=object)[mode]
-            # QA questions without a located answer are never staged (code -1)
-            named[counts_by_stage.sum(axis=0) == 0] = "not_staged"
-            scores[f"stage_{a}"] = named
-            scores[f"selected_share_{a}"] = (s == 2).mean(axis=0)
-            selected_total += (s == 2).sum(axis=0)
-        scores["models_correct"] = correct.mean(axis=0) if len(models) else np.nan  # QA: mean F1
-        scores["annotator_agreement"] = agree
-        scores["fairness_score"] = selected_total / sum(len(s) for s in stages.values())
-        scores["is_fairness_issue"] = scores["fairness_score"].to_numpy() >= 0.5
+        if agree is not None:
+            part, agreement_rows = agreement_entries(
+                agree, entropy, stages, n_bootstrap=self.n_bootstrap,
+                confidence=self.confidence, random_state=self.random_state,
+            )  # fmt: skip
+            metrics.update(part)
+        else:
+            agree = np.full(len(ds), np.nan)
+        scores = example_scores(ds.ids, gold_col, stages, correct, len(models), agree)
         details = {
             "models": models,
             "adversaries": {a: str(v) for a, v in names.items()},
@@ -552,16 +403,69 @@ class Fairness(Analysis):
             ],
         }
         details["verdict"] = verdict_text(metrics, details)
-        summary = (
-            f"{len(models)} models x {len(names)} adversaries x {len(self.seeds)} seeds: "
-            f"mean {details['score']} {metrics['mean_acc_none']:.3f} unfiltered"
+        return AnalysisOutput(
+            scores=scores, metrics=metrics, summary=self._summary(metrics, details), details=details
         )
-        weakest = _hardest(metrics, list(names))
+
+    def _adversary_runs(
+        self, ctx: RunContext, ds: Dataset, names: dict[str, Any], qa: bool
+    ) -> tuple[list[AdversaryRun], dict[str, Any]]:
+        """Every adversary over every seed on ``ds``; on QA, also the protocol's notes."""
+        if not qa:
+            runs = run_adversaries(
+                ctx, names, self.seeds, aflite_params=self.aflite_params, view=self.view
+            )
+            return runs, {}
+        return run_qa_adversaries(
+            ds, names, self.seeds, aflite_params=self.aflite_params,
+            train=ctx.train if ctx.eval is not None else None,
+            split_seed=0 if self.random_state is None else int(self.random_state),
+        )  # fmt: skip
+
+    def _matrix(
+        self, correct: np.ndarray, stages: dict[str, np.ndarray], models: list[str]
+    ) -> Matrix:
+        """The models' scores on the full set ("none") and on each AF-selected set."""
+        return accuracy_matrix(
+            correct,
+            {a: s == 2 for a, s in stages.items()},
+            models=models,
+            n_bootstrap=self.n_bootstrap,
+            confidence=self.confidence,
+            random_state=self.random_state,
+        )
+
+    def _agreement(
+        self,
+        ctx: RunContext,
+        qa: bool,
+        gold: list[Any],
+        answers: list[list[str]] | None,
+    ) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Per example: the annotators' agreement and label entropy (``None``: no
+        annotations). QA: the other answers' agreement with the first one."""
+        if qa:
+            agree = answer_agreement(answers)
+            entropy = label_entropy(answer_counts(answers))
+            entropy[np.isnan(agree)] = np.nan  # one answer: no distribution to speak of
+            return agree, entropy
+        counts = self._annotation_counts(ctx)
+        if counts is None:
+            return None, None
+        return gold_agreement(counts, gold), label_entropy(counts)
+
+    def _summary(self, metrics: dict[str, float], details: dict[str, Any]) -> str:
+        names = details["adversary_order"]
+        summary = (
+            f"{len(details['models'])} models x {len(names)} adversaries x {len(self.seeds)} "
+            f"seeds: mean {details['score']} {metrics['mean_acc_none']:.3f} unfiltered"
+        )
+        weakest = hardest_adversary(metrics, list(names))
         if weakest is not None:
             summary += f", {metrics[f'mean_acc_{weakest}']:.3f} on {weakest}'s AF-selected set"
         if math.isfinite(metrics["min_kendall_tau"]):
             summary += f"; lowest Kendall tau vs unfiltered {metrics['min_kendall_tau']:+.2f}"
-        return AnalysisOutput(scores=scores, metrics=metrics, summary=summary, details=details)
+        return summary
 
     def headline(self, result: Any) -> dict[str, Any]:
         """Ranking stability: 1 - the lowest Kendall tau against the unfiltered ranking.
@@ -573,7 +477,7 @@ class Fairness(Analysis):
         """
         m = result.metrics
         tau = m.get("min_kendall_tau", math.nan)
-        hardest = _hardest(m, list((result.details or {}).get("adversary_order") or []))
+        hardest = hardest_adversary(m, list((result.details or {}).get("adversary_order") or []))
         score = (result.details or {}).get("score") or "accuracy"
         drop = (
             f"; mean {score} {m['mean_acc_none']:.3f} -> {m[f'mean_acc_{hardest}']:.3f} ({hardest})"
@@ -608,78 +512,3 @@ class Fairness(Analysis):
 
 def _is_qa(ctx: RunContext) -> bool:
     return ctx.target.task.name == "qa"
-
-
-def _hardest(metrics: Mapping[str, float], adversaries: list[str]) -> str | None:
-    """The adversary whose AF-selected set has the lowest mean accuracy."""
-    vals = {a: metrics.get(f"mean_acc_{a}", math.nan) for a in adversaries}
-    vals = {a: v for a, v in vals.items() if math.isfinite(v)}
-    return min(vals, key=vals.get) if vals else None
-
-
-def verdict_text(metrics: Mapping[str, float], details: Mapping[str, Any]) -> str:
-    """One paragraph in words: scores, ranking stability and agreement per stage.
-
-    Examples
-    --------
-    >>> m = {"mean_acc_none": 0.8, "mean_acc_a": 0.4, "chance": 1 / 3, "kendall_tau_a": 0.2,
-    ...      "min_kendall_tau": 0.2, "selected_fraction_a": 0.1}
-    >>> "0.800" in verdict_text(m, {"adversary_order": ["a"]})
-    True
-    """
-    advs = list(details.get("adversary_order") or [])
-    chance = metrics.get("chance", math.nan)
-    score = str(details.get("score") or "accuracy")
-    parts = []
-    accs = [(a, metrics.get(f"mean_acc_{a}", math.nan)) for a in advs]
-    acc_txt = ", ".join(f"{a} {v:.3f}" for a, v in accs if math.isfinite(v))
-    parts.append(
-        f"The models' mean {score} is {metrics.get('mean_acc_none', math.nan):.3f} on the full "
-        f"evaluation set and {acc_txt or 'undefined'} on the AF-selected sets"
-        + (f" (chance {chance:.3f})." if math.isfinite(chance) else ".")
-    )
-    sel = ", ".join(f"{a} {metrics.get(f'selected_fraction_{a}', math.nan):.1%}" for a in advs)
-    parts.append(f"The adversaries keep {sel} of the examples.")
-    finite = [v for _, v in accs if math.isfinite(v)]
-    if len(finite) >= 2:
-        monotone = all(b <= a + 1e-12 for a, b in itertools.pairwise(finite))
-        parts.append(
-            "In the order given (weakest first) each adversary lowers the scores further."
-            if monotone
-            else "The scores do not fall monotonically in the order the adversaries are given."
-        )
-    tau = metrics.get("min_kendall_tau", math.nan)
-    if math.isfinite(tau):
-        taus = ", ".join(
-            f"{a} {metrics.get(f'kendall_tau_{a}', math.nan):+.2f}"
-            for a in advs
-            if math.isfinite(metrics.get(f"kendall_tau_{a}", math.nan))
-        )
-        word = "stable" if tau >= 0.85 else "partly reordered" if tau >= 0.6 else "unstable"
-        parts.append(
-            f"Against the unfiltered ranking, Kendall's tau is {taus}: the ranking is {word} "
-            "under adversarial filtering."
-        )
-    fam = metrics.get("mean_family_rank_change")
-    if fam is not None and math.isfinite(fam):
-        inferred = details.get("families_inferred") or []
-        parts.append(
-            f"Models lose {fam:+.2f} ranks on average under an adversary of their own family"
-            + (f" (families inferred for {', '.join(map(str, inferred))})." if inferred else ".")
-        )
-    ag = [
-        (a, metrics.get(f"agreement_first_round_{a}", math.nan),
-         metrics.get(f"agreement_selected_{a}", math.nan))
-        for a in advs
-    ]  # fmt: skip
-    ag = [x for x in ag if math.isfinite(x[1]) and math.isfinite(x[2])]
-    if ag:
-        lower = sum(s < f for _, f, s in ag)
-        gold = "the first answer" if score != "accuracy" else "the gold label"
-        parts.append(
-            f"Annotators agree with {gold} less on AF-selected than on first-round "
-            f"filtered examples for {lower} of {len(ag)} adversaries ("
-            + ", ".join(f"{a}: {s:.3f} vs {f:.3f}" for a, f, s in ag)
-            + ")."
-        )
-    return " ".join(parts)

@@ -38,8 +38,12 @@ numbers across thresholds, which also makes the bias-vs-threshold curve smooth).
 Per-example metrics are computed once beforehand.
 
 The package: :mod:`~spurious.stats.bias_search` (one model, one
-heuristic: fixed split, threshold search, natural bias) and
-:mod:`~spurious.evaluate.prediction_bias.table` (:func:`bias_table`: models x heuristics).
+heuristic: fixed split, threshold search, natural bias; its option and result types in
+:mod:`~spurious.stats.bias_results`),
+:mod:`~spurious.evaluate.prediction_bias.table` (:func:`bias_table`: models x heuristics)
+with its input checks (:mod:`~spurious.evaluate.prediction_bias.checks`) and its
+Monte-Carlo spread and permutation null (:mod:`~spurious.evaluate.prediction_bias.spread`),
+and :mod:`~spurious.evaluate.prediction_bias.analysis` (the registered analysis).
 """
 
 from spurious.evaluate.prediction_bias.table import bias_table

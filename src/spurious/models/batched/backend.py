@@ -1,37 +1,20 @@
-"""Device and precision helpers: the lazy torch import, thread counts, shared tensors."""
+"""Device and precision helpers: the lazy torch import and shared tensors.
+
+Thread counts are :func:`spurious.models.runtime.torch_threads`'s.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 from typing import Any
 
 import numpy as np
 
-from spurious.exceptions import missing_dependency
+from spurious.models.runtime.threads import import_torch
 
 
 def _torch():
-    try:
-        import torch
-    except ImportError:
-        raise missing_dependency("torch", "torch", "BatchedLogisticRegression") from None
-    return torch
-
-
-@contextlib.contextmanager
-def _threads(n: int | None):
-    """Run the block with ``n`` torch intra-op threads (``None``: as set), then restore."""
-    torch = _torch()
-    old = torch.get_num_threads()
-    if n is None or n == old:
-        yield
-        return
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
+    return import_torch("BatchedLogisticRegression")
 
 
 def _shared_tensor(array: np.ndarray, device: Any) -> Any:

@@ -7,7 +7,7 @@ from numbers import Integral
 import numpy as np
 
 from spurious.exceptions import LabelError, ParameterError
-from spurious.features.base import check_features
+from spurious.utils.matrix import check_features
 
 
 def _validate(X, y, train_idx, n_classes, X_predict):

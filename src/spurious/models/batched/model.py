@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
@@ -12,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from spurious.exceptions import ParameterError
-from spurious.models.batched.backend import _centred_bf16, _shared_tensor, _threads, _torch
+from spurious.models.batched.backend import _centred_bf16, _shared_tensor, _torch
 from spurious.models.batched.basis import class_basis
 from spurious.models.batched.inputs import _validate
 from spurious.models.batched.lbfgs import CONVERGED, STATUS_NAMES, _lbfgs
@@ -21,6 +20,7 @@ from spurious.models.batched.preconditioner import _Preconditioner
 from spurious.models.batched.predict import _predict
 from spurious.models.batched.sparse import _SparseX, is_sparse, matmul
 from spurious.models.batched.start import SharedStart, _SharedStartMixin
+from spurious.models.runtime.threads import thread_map, torch_threads
 from spurious.utils.validation import Interval, StrOptions, check_params
 
 logger = logging.getLogger(__name__)
@@ -229,7 +229,7 @@ class BatchedLogisticRegression(_SharedStartMixin):
             raise ParameterError(f"t must be an int >= 1; got {t!r}.")
         X, y, _, n_classes, _ = _validate(X, y, np.zeros((1, 1), np.int64), n_classes, None)
         intra_op, _ = self._threading(X.shape[0], X.shape[1], n_classes, _nnz(X))
-        with _threads(intra_op):
+        with torch_threads(intra_op):
             data = self._make_data(X, y, n_classes, int(t))
             return self._shared_start(data, int(t))
 
@@ -270,7 +270,7 @@ class BatchedLogisticRegression(_SharedStartMixin):
         t0 = time.perf_counter()
         X, y, train_idx, n_classes, X_predict = _validate(X, y, train_idx, n_classes, X_predict)
         intra_op, workers = self._threading(X.shape[0], X.shape[1], n_classes, _nnz(X))
-        with _threads(intra_op):
+        with torch_threads(intra_op):
             return self._fit_predict(X, y, train_idx, n_classes, X_predict, start, workers, t0)
 
     def _fit_predict(self, X, y, train_idx, n_classes, X_predict, start, workers, t0) -> np.ndarray:
@@ -287,21 +287,7 @@ class BatchedLogisticRegression(_SharedStartMixin):
         labels = y[train_idx]
         for c in range(k):
             present[:, c] = (labels == c).any(axis=1)
-        if start is None:
-            start = self._shared_start(data, t)
-            start_stats = dict(start.stats, reused=False)
-        else:
-            self._check_start(start, data, t)
-            start_stats = {"reused": True}
-        theta_ref, ref_present = start.theta, start.ref_present
-        precond = _Preconditioner(
-            None if start.hinv is None else torch.from_numpy(start.hinv).to(device),
-            start.blocked,
-        )
-        w_ref = z_ref = None
-        if theta_ref.any():
-            w_ref = torch.from_numpy(theta_ref[:-1]).to(device)  # (d, r) float64
-            z_ref = matmul(data.x32, w_ref.to(torch.float32)).T.contiguous()  # (r, N)
+        start, start_stats, precond, w_ref, z_ref = self._reference(data, t, start)
         timings["shared_start"] = time.perf_counter() - t0
 
         g = self.group_size
@@ -323,15 +309,9 @@ class BatchedLogisticRegression(_SharedStartMixin):
             # Pad the last group to g with inert copies of its first classifier, so that
             # every group has the same shapes (the bitwise chunk-invariance guarantee).
             rows = np.concatenate([np.arange(lo, hi), np.full(g - real, lo)])
-            pres = present[rows]
-            basis_np = np.stack([class_basis(p, r) for p in pres])
-            basis = torch.from_numpy(basis_np).to(device, torch.float32)
-            standard = (pres == ref_present[None, :]).all(axis=1)
-            theta0 = np.where(standard[:, None, None], theta_ref[None], 0.0)
-            mask = None
-            if not pres.all():
-                mask_np = np.where(pres, 0.0, -np.inf)[:, :, None]
-                mask = torch.from_numpy(mask_np).to(device, torch.float32)
+            basis_np, basis, mask, standard, theta0 = _group_classes(
+                present[rows], r, start, device
+            )
             ts = time.perf_counter()
             group = _Group(
                 data,
@@ -375,20 +355,11 @@ class BatchedLogisticRegression(_SharedStartMixin):
 
         t0 = time.perf_counter()
         workers = min(workers, n_groups)
-        if workers > 1:
-            # Small groups: whole groups in parallel, one intra-op thread each (see
-            # _threading); each group's arithmetic is that of a one-thread run.
-            with ThreadPoolExecutor(
-                workers,
-                thread_name_prefix="spurious-batched",
-                initializer=torch.set_num_threads,
-                initargs=(1,),
-            ) as pool:
-                results = list(pool.map(fit_group, range(n_groups)))
-            # set_num_threads in a worker also sets torch's default for new threads.
-            torch.set_num_threads(1)
-        else:
-            results = [fit_group(q) for q in range(n_groups)]
+        # Small groups: whole groups in parallel, one intra-op thread each (see
+        # _threading); each group's arithmetic is that of a one-thread run.
+        results = list(
+            thread_map(fit_group, range(n_groups), workers=workers, name="spurious-batched")
+        )
         for _, t_fit, t_p, n_evals in results:
             t_train += t_fit
             t_pred += t_p
@@ -400,11 +371,6 @@ class BatchedLogisticRegression(_SharedStartMixin):
         timings["group_workers"] = workers
 
         self._store(theta_all, basis_all, present, n_iter, status)
-        n, d, n_pred = data.n, data.d, X_predict.shape[0]
-        # forward + gradient GEMM of one group (sparse: one multiply-add per non-zero)
-        per_eval = 2.0 * 2.0 * (data.x32.nnz if is_sparse(data.x32) else n * d) * g * r
-        D = (d + 1) * r
-        precond_per_eval = 2.0 * g * (D * D if not precond.blocked else D * (d + 1))
         self.stats_ = {
             "timings_s": timings,
             "gradient_evals": evals,
@@ -412,33 +378,78 @@ class BatchedLogisticRegression(_SharedStartMixin):
             "groups": n_groups,
             "group_size": g,
             "shared_start": start_stats,
-            "flops": {
-                "train_gemm": {key: per_eval * v for key, v in evals.items()},
-                "shared_start_gemm": start_stats.get("gemm_flops", 0.0)
-                + (2.0 * n * d * r if w_ref is not None else 0.0),
-                "predict_gemm": 2.0
-                * (X_predict.nnz if sp.issparse(X_predict) else n_pred * d)
-                * g
-                * r
-                * n_groups,
-                "preconditioner": precond_per_eval * sum(evals.values()),
-            },
+            "flops": self._flops(data, X_predict, precond, evals, start_stats, w_ref, n_groups),
             "device": str(device),
             "dtype": self.dtype,
         }
+        self._warn_unconverged(status)
+        return out
+
+    # -- internals -------------------------------------------------------------------
+
+    def _reference(
+        self, data: _Data, t: int, start: SharedStart | None
+    ) -> tuple[SharedStart, dict[str, Any], _Preconditioner, Any, Any]:
+        """``(start, its stats, preconditioner, w_ref, z_ref)`` of a call: the shared start
+        (built here unless given), and the reference weights with their logits on every
+        row (``None`` when the start is zero)."""
+        torch = _torch()
+        if start is None:
+            start = self._shared_start(data, t)
+            start_stats = dict(start.stats, reused=False)
+        else:
+            self._check_start(start, data, t)
+            start_stats = {"reused": True}
+        precond = _Preconditioner(
+            None if start.hinv is None else torch.from_numpy(start.hinv).to(data.device),
+            start.blocked,
+        )
+        w_ref = z_ref = None
+        if start.theta.any():
+            w_ref = torch.from_numpy(start.theta[:-1]).to(data.device)  # (d, r) float64
+            z_ref = matmul(data.x32, w_ref.to(torch.float32)).T.contiguous()  # (r, N)
+        return start, start_stats, precond, w_ref, z_ref
+
+    def _flops(
+        self,
+        data: _Data,
+        X_predict: Any,
+        precond: _Preconditioner,
+        evals: dict[str, int],
+        start_stats: dict[str, Any],
+        w_ref: Any,
+        n_groups: int,
+    ) -> dict[str, Any]:
+        """Floating-point operations of a call, by part (for ``stats_``)."""
+        g, r = self.group_size, data.r
+        n, d, n_pred = data.n, data.d, X_predict.shape[0]
+        # forward + gradient GEMM of one group (sparse: one multiply-add per non-zero)
+        per_eval = 2.0 * 2.0 * (data.x32.nnz if is_sparse(data.x32) else n * d) * g * r
+        D = (d + 1) * r
+        precond_per_eval = 2.0 * g * (D * D if not precond.blocked else D * (d + 1))
+        return {
+            "train_gemm": {key: per_eval * v for key, v in evals.items()},
+            "shared_start_gemm": start_stats.get("gemm_flops", 0.0)
+            + (2.0 * n * d * r if w_ref is not None else 0.0),
+            "predict_gemm": 2.0
+            * (X_predict.nnz if sp.issparse(X_predict) else n_pred * d)
+            * g
+            * r
+            * n_groups,
+            "preconditioner": precond_per_eval * sum(evals.values()),
+        }
+
+    def _warn_unconverged(self, status: np.ndarray) -> None:
         bad = int((status != CONVERGED).sum())
         if bad:
             logger.warning(
                 "BatchedLogisticRegression: %d of %d classifiers did not reach tol=%g "
                 "(statuses %s); increase max_iter or tol.",
                 bad,
-                m,
+                len(status),
                 self.tol,
                 {STATUS_NAMES[int(s)]: int((status == s).sum()) for s in np.unique(status)},
             )
-        return out
-
-    # -- internals -------------------------------------------------------------------
 
     def _params(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self._parameter_constraints}
@@ -511,6 +522,26 @@ class BatchedLogisticRegression(_SharedStartMixin):
         self.intercept_ = np.where(present, intercept, -np.inf).astype(np.float32)
         self.n_iter_ = n_iter
         self.status_ = status
+
+
+def _group_classes(
+    pres: np.ndarray, r: int, start: SharedStart, device: Any
+) -> tuple[np.ndarray, Any, Any, np.ndarray, np.ndarray]:
+    """``(basis as numpy, basis, mask, standard, theta0)`` of a group's classifiers from
+    their present classes ``pres`` (g, k): each classifier's class basis, the logit mask
+    of its absent classes (``None`` when every class is present), whether its classes are
+    those of the shared start, and its starting point (the shared start's where they are,
+    else zero)."""
+    torch = _torch()
+    basis_np = np.stack([class_basis(p, r) for p in pres])
+    basis = torch.from_numpy(basis_np).to(device, torch.float32)
+    standard = (pres == start.ref_present[None, :]).all(axis=1)
+    theta0 = np.where(standard[:, None, None], start.theta[None], 0.0)
+    mask = None
+    if not pres.all():
+        mask_np = np.where(pres, 0.0, -np.inf)[:, :, None]
+        mask = torch.from_numpy(mask_np).to(device, torch.float32)
+    return basis_np, basis, mask, standard, theta0
 
 
 def _nnz(X: Any) -> int | None:

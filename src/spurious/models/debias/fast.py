@@ -5,22 +5,34 @@ seeded mini-batches, like the fast path of training dynamics
 (:func:`spurious.models.dynamics.probe_dynamics`), but with any objective of
 :data:`~spurious.models.debias.losses.LOSSES`; the hidden layer is what LearnedMixin's
 gate reads. Seconds instead of the minutes of a fine-tune, so a debiasing comparison
-over several seeds fits in an audit; the fine-tuning engine is the faithful path.
+over several seeds fits in an audit; the fine-tuning engine is the faithful path. The
+model and the training loop are :mod:`spurious.models.torch_loop`'s; torch is imported
+only when a function runs.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import sparse
 
 from spurious.exceptions import ParameterError
-from spurious.models.debias.losses import DebiasLoss, make_loss
+from spurious.models.debias.losses import make_loss
+from spurious.models.runtime import import_torch
+from spurious.models.torch_loop import (
+    default_batch_size,
+    rows_tensor,
+    seeded_mlp,
+    train_loop,
+    zscore,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from spurious.models.debias.loss_modules import DebiasLoss
 
 __all__ = ["FastModel", "train_fast"]
 
@@ -142,8 +154,7 @@ def train_fast(
     >>> bool((m.predict(X) == y).mean() > 0.9)
     True
     """
-    import torch
-
+    torch = import_torch("Debiasing on frozen features (the fast path)")
     Xtr = X if sparse.issparse(X) else np.asarray(X, dtype=np.float32)
     ytr = np.array(y, dtype=np.int64)  # a copy: torch wants a writable array
     n, d = Xtr.shape
@@ -153,15 +164,83 @@ def train_fast(
     for name, value in (("epochs", epochs), ("hidden_size", hidden_size)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
             raise ParameterError(f"The {name!r} argument must be an int >= 1; got {value!r}.")
-    objective = (
-        loss
-        if isinstance(loss, DebiasLoss)
-        else make_loss(
-            loss,
-            hidden_size=hidden_size if loss.startswith("learned_mixin") else None,
-            **{"n_classes": k, **(loss_params or {})},
-        )
+    objective = _objective(loss, k, hidden_size, loss_params)
+    side = {
+        name: torch.from_numpy(arr)
+        for name, arr in _side_inputs(objective, n, k, bias_probs, teacher_probs).items()
+    }
+
+    mean = std = None
+    if not sparse.issparse(Xtr):
+        mean, std = zscore(Xtr)
+        Xtr = (Xtr - mean) / std
+    rng = np.random.default_rng(random_state)
+    encoder, head = seeded_mlp(rng, d, k, hidden_size, extra=objective.parameters)
+    rows_pool = np.arange(n) if sample_weight_rows is None else np.asarray(sample_weight_rows)
+    m = len(rows_pool)
+    y_t = torch.from_numpy(ytr)
+    model = FastModel(encoder=encoder, head=head, mean=mean, std=std, loss=objective.name)
+    total = 0.0  # the epoch's summed objective
+
+    def batch_loss(idx: np.ndarray) -> Any:
+        hidden = encoder(rows_tensor(Xtr, idx))
+        logits = head(hidden)
+        return objective(logits, y_t[idx], hidden=hidden, **{k_: v[idx] for k_, v in side.items()})
+
+    def after_step(epoch: int, step: int, idx: np.ndarray, value: Any) -> None:
+        nonlocal total
+        total += float(value.detach()) * len(idx)
+
+    def after_epoch(epoch: int) -> bool:
+        nonlocal total
+        model.epoch_losses.append(total / m)
+        total = 0.0
+        if eval_data is not None:
+            pred = model.predict(eval_data[0])
+            model.eval_accuracy.append(float((pred == np.asarray(eval_data[1])).mean()))
+        return bool(epoch_callback is not None and epoch_callback(epoch + 1, model))
+
+    start = time.perf_counter()
+    train_loop(
+        [*encoder.parameters(), *head.parameters(), *objective.parameters()],
+        batch_loss,
+        rows=rows_pool,
+        epochs=epochs,
+        batch_size=default_batch_size(m) if batch_size is None else batch_size,
+        rng=rng,
+        lr=lr,
+        weight_decay=weight_decay,
+        n_threads=n_threads,
+        after_step=after_step,
+        after_epoch=after_epoch,
     )
+    model.train_seconds = time.perf_counter() - start
+    return model
+
+
+def _objective(
+    loss: str | DebiasLoss, k: int, hidden_size: int, loss_params: dict[str, Any] | None
+) -> DebiasLoss:
+    """The loss module: ``loss`` itself, or the registered loss of that name."""
+    from spurious.models.debias import loss_modules
+
+    if isinstance(loss, loss_modules.DebiasLoss):
+        return loss
+    return make_loss(
+        loss,
+        hidden_size=hidden_size if loss.startswith("learned_mixin") else None,
+        **{"n_classes": k, **(loss_params or {})},
+    )
+
+
+def _side_inputs(
+    objective: DebiasLoss,
+    n: int,
+    k: int,
+    bias_probs: np.ndarray | None,
+    teacher_probs: np.ndarray | None,
+) -> dict[str, np.ndarray]:
+    """The bias / teacher probabilities the objective reads, checked, as float32."""
     side = {}
     for name, arr, needed in (
         ("bias_probs", bias_probs, objective.needs_bias),
@@ -174,67 +253,5 @@ def train_fast(
         arr = np.asarray(arr, dtype=np.float32)
         if arr.shape != (n, k):
             raise ParameterError(f"{name!r} must have shape ({n}, {k}); got {arr.shape}.")
-        side[name] = torch.from_numpy(arr)
-
-    mean = std = None
-    if not sparse.issparse(Xtr):
-        mean = Xtr.mean(axis=0)
-        std = Xtr.std(axis=0)
-        std[std < 1e-8] = 1.0
-        Xtr = (Xtr - mean) / std
-    rng = np.random.default_rng(random_state)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(rng.integers(0, 2**31 - 1)))
-        encoder = torch.nn.Sequential(torch.nn.Linear(d, hidden_size), torch.nn.ReLU())
-        head = torch.nn.Linear(hidden_size, k)
-        for p in objective.parameters():  # LearnedMixin's gate: seeded like the rest
-            torch.nn.init.normal_(p, std=0.01)
-    params = [*encoder.parameters(), *head.parameters(), *objective.parameters()]
-    opt = torch.optim.Adam(params, lr=float(lr), weight_decay=float(weight_decay))
-    rows_pool = np.arange(n) if sample_weight_rows is None else np.asarray(sample_weight_rows)
-    m = len(rows_pool)
-    if batch_size is None:
-        batch_size = min(128, max(8, m // 32))
-    steps = math.ceil(m / batch_size)
-    y_t = torch.from_numpy(ytr)
-
-    def rows(idx: np.ndarray) -> Any:
-        part = Xtr[idx]
-        if sparse.issparse(part):
-            part = part.toarray()
-        return torch.from_numpy(np.ascontiguousarray(part, dtype=np.float32))
-
-    threads_before = torch.get_num_threads()
-    if n_threads is not None:
-        torch.set_num_threads(int(n_threads))
-    start = time.perf_counter()
-    epoch_losses: list[float] = []
-    eval_accuracy: list[float] = []
-    model = FastModel(encoder=encoder, head=head, mean=mean, std=std, loss=objective.name)
-    try:
-        for _ in range(epochs):
-            order = rows_pool[rng.permutation(m)]
-            total = 0.0
-            for s in range(steps):
-                idx = order[s * batch_size : (s + 1) * batch_size]
-                opt.zero_grad(set_to_none=True)
-                hidden = encoder(rows(idx))
-                logits = head(hidden)
-                value = objective(
-                    logits, y_t[idx], hidden=hidden, **{k_: v[idx] for k_, v in side.items()}
-                )
-                value.backward()
-                opt.step()
-                total += float(value.detach()) * len(idx)
-            epoch_losses.append(total / m)
-            if eval_data is not None:
-                pred = model.predict(eval_data[0])
-                eval_accuracy.append(float((pred == np.asarray(eval_data[1])).mean()))
-            if epoch_callback is not None and epoch_callback(len(epoch_losses), model):
-                break
-    finally:
-        torch.set_num_threads(threads_before)
-    model.train_seconds = time.perf_counter() - start
-    model.epoch_losses = epoch_losses
-    model.eval_accuracy = eval_accuracy
-    return model
+        side[name] = arr
+    return side

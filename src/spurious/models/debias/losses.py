@@ -10,6 +10,11 @@ signature, registered in :data:`LOSSES`::
 ``logits`` are the main model's, ``hidden`` its last hidden layer (LearnedMixin's gate
 reads it). At test time only the main model's logits are used.
 
+This module needs no torch: :data:`LOSSES` holds a :class:`LossSpec` per loss (its
+name and what it reads), and the ``torch.nn.Module`` classes
+(:mod:`~spurious.models.debias.loss_modules`) are imported when a loss is built
+(:func:`make_loss`, :meth:`LossSpec.load`) or one of their names is read from here.
+
 - ``plain``: cross-entropy.
 - ``poe`` (product of experts; Clark et al. 2019, He et al. 2019, Karimi Mahabadi et
   al. 2020): cross-entropy of ``softmax(log p + log b)``: the main model only has to
@@ -32,290 +37,89 @@ reads it). At test time only the main model's logits are used.
 
 from __future__ import annotations
 
-import math
-from typing import Any, ClassVar
-
-import torch
-from torch import nn
-from torch.nn import functional as fn
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from spurious.exceptions import ParameterError
+from spurious.models.debias.loss_params import (
+    EPS,
+    PAPER_ENTROPY_PENALTY,
+    QA_POSITIONS,
+    default_entropy_penalty,
+)
+from spurious.models.runtime.threads import import_torch
 from spurious.utils.registry import Registry
 
+if TYPE_CHECKING:  # pragma: no cover
+    from spurious.models.debias.loss_modules import DebiasLoss
+
 __all__ = [
+    "EPS",
     "LOSSES",
+    "PAPER_ENTROPY_PENALTY",
     "QA_POSITIONS",
-    "ConfidenceRegularization",
-    "DebiasLoss",
-    "LearnedMixin",
-    "PlainLoss",
-    "ProductOfExperts",
-    "Reweighting",
+    "LossSpec",
     "default_entropy_penalty",
     "make_loss",
 ]
 
-#: Smallest bias probability used inside a log (a bias model may output exact zeros).
-EPS = 1e-12
-#: Paper 001's entropy weight of LearnedMixin+H, tuned for SQuAD span prediction.
-PAPER_ENTROPY_PENALTY = 0.4
-#: The classes paper 001's H was tuned over: start/end positions of a BERT input of
-#: Hugging Face's default QA length (384 tokens).
-QA_POSITIONS = 384
+#: Class names of :mod:`~spurious.models.debias.loss_modules` served as attributes of
+#: this module, imported on first use (not in ``__all__``: a star import needs no torch).
+_CLASS_NAMES = (
+    "DebiasLoss",
+    "PlainLoss",
+    "ProductOfExperts",
+    "LearnedMixin",
+    "LearnedMixinH",
+    "ConfidenceRegularization",
+    "Reweighting",
+)
 
 
-def default_entropy_penalty(n_classes: int) -> float:
-    """LearnedMixin+H's entropy weight for ``n_classes`` classes: ``0.4 * ln K / ln 384``.
+@dataclass(frozen=True)
+class LossSpec:
+    """A registered loss: its name, what it reads, and the name of its torch class.
 
-    Paper 001 tuned ``H = 0.4`` for QA spans (a softmax over ~384 positions). The
-    penalty ``H * entropy(softmax(g(x) log b))`` is bounded by ``H * ln K``, so on 3
-    classes the same ``H`` is, relative to the largest entropy it can remove, 5.4 times
-    stronger than on QA: it drives the gate up until the main model over-corrects
-    (SNLI: accuracy 0.687 at H = 0, 0.574 at H = 0.4; issue 19). Scaling by
-    ``ln K / ln 384`` keeps ``H * max entropy`` at the paper's value (0.4 * ln 384 =
-    2.38 nats). Pass ``entropy_penalty`` to set it explicitly.
-
-    Examples
-    --------
-    >>> round(default_entropy_penalty(3), 4), round(default_entropy_penalty(384), 4)
-    (0.0738, 0.4)
-    """
-    if isinstance(n_classes, bool) or int(n_classes) < 2:
-        raise ParameterError(f"The 'n_classes' argument must be an int >= 2; got {n_classes!r}.")
-    return PAPER_ENTROPY_PENALTY * math.log(int(n_classes)) / math.log(QA_POSITIONS)
-
-
-class DebiasLoss(nn.Module):
-    """Base class: a training objective that may read bias probabilities and a teacher.
-
-    Subclasses set the ClassVars and implement :meth:`forward`; a loss with parameters
-    (LearnedMixin's gate) registers them as module parameters, so the trainer optimises
-    them with the model.
-    """
-
-    name: ClassVar[str] = ""
-    needs_bias: ClassVar[bool] = True
-    needs_teacher: ClassVar[bool] = False
-    needs_hidden: ClassVar[bool] = False
-
-    def forward(  # pragma: no cover - abstract
-        self,
-        logits: torch.Tensor,
-        labels: torch.Tensor,
-        *,
-        bias_probs: torch.Tensor | None = None,
-        teacher_probs: torch.Tensor | None = None,
-        hidden: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        raise NotImplementedError
-
-    def _need(self, what: str, value: torch.Tensor | None) -> torch.Tensor:
-        if value is None:
-            raise ParameterError(f"The {self.name!r} loss needs {what!r}; got None.")
-        return value
-
-
-def _gold(probs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    return probs.gather(1, labels.view(-1, 1)).squeeze(1)
-
-
-LOSSES: Registry[type[DebiasLoss]] = Registry("loss")
-
-
-def _register(cls: type[DebiasLoss]) -> type[DebiasLoss]:
-    LOSSES.register(cls.name, cls)
-    return cls
-
-
-@_register
-class PlainLoss(DebiasLoss):
-    """Cross-entropy (the baseline every method is compared with).
+    The flags equal the class's ClassVars (checked when the class is loaded), so
+    configurations can be checked without torch.
 
     Examples
     --------
-    >>> loss = PlainLoss()(torch.tensor([[2.0, 0.0]]), torch.tensor([0]))
-    >>> round(float(loss), 4)  # -log(e^2 / (e^2 + 1))
-    0.1269
+    >>> LOSSES.get("conf_reg").needs_teacher, LOSSES.get("plain").needs_bias
+    (True, False)
     """
 
-    name: ClassVar[str] = "plain"
-    needs_bias: ClassVar[bool] = False
+    name: str
+    class_name: str
+    needs_bias: bool = True
+    needs_teacher: bool = False
+    needs_hidden: bool = False
 
-    def forward(self, logits, labels, *, bias_probs=None, teacher_probs=None, hidden=None):
-        return fn.cross_entropy(logits, labels)
+    def load(self) -> type:
+        """The ``DebiasLoss`` subclass (imports torch)."""
+        cls = _loss_class(self.class_name)
+        flags = (cls.name, cls.needs_bias, cls.needs_teacher, cls.needs_hidden)
+        if flags != (self.name, self.needs_bias, self.needs_teacher, self.needs_hidden):
+            raise RuntimeError(f"{self.class_name} and its LOSSES entry {self} disagree.")
+        return cls
 
-
-@_register
-class ProductOfExperts(DebiasLoss):
-    """Product of experts: cross-entropy of ``softmax(log_softmax(logits) + log b)``.
-
-    Examples
-    --------
-    Equal logits and a bias model sure of class 0: the ensemble already predicts 0, so
-    the loss on label 0 is low and on label 1 high.
-
-    >>> b = torch.tensor([[0.9, 0.1]])
-    >>> poe = ProductOfExperts()
-    >>> round(float(poe(torch.zeros(1, 2), torch.tensor([0]), bias_probs=b)), 4)
-    0.1054
-    >>> round(float(poe(torch.zeros(1, 2), torch.tensor([1]), bias_probs=b)), 4)
-    2.3026
-    """
-
-    name: ClassVar[str] = "poe"
-
-    def forward(self, logits, labels, *, bias_probs=None, teacher_probs=None, hidden=None):
-        b = self._need("bias_probs", bias_probs)
-        combined = fn.log_softmax(logits, dim=1) + torch.log(b.clamp_min(EPS))
-        return fn.cross_entropy(combined, labels)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """An instance of the loss class (as calling the class would)."""
+        return self.load()(*args, **kwargs)
 
 
-@_register
-class LearnedMixin(DebiasLoss):
-    """LearnedMixin (Clark et al. 2019) with an optional entropy penalty (LearnedMixin+H).
-
-    Parameters
-    ----------
-    hidden_size : int
-        Width of the main model's hidden layer the gate reads.
-    entropy_penalty : float, default=0.0
-        ``H``; paper 001 uses 0.4 (:data:`LOSSES` ``"learned_mixin_h"``).
-
-    Examples
-    --------
-    >>> import math
-    >>> lm = LearnedMixin(hidden_size=2)
-    >>> with torch.no_grad():
-    ...     _ = lm.gate.weight.zero_(), lm.gate.bias.fill_(math.log(math.e - 1))  # g = 1
-    >>> b = torch.tensor([[0.9, 0.1]])
-    >>> out = lm(torch.zeros(1, 2), torch.tensor([0]), bias_probs=b, hidden=torch.zeros(1, 2))
-    >>> round(out.item(), 4)  # g = 1: the same as the product of experts
-    0.1054
-    """
-
-    name: ClassVar[str] = "learned_mixin"
-    needs_hidden: ClassVar[bool] = True
-
-    def __init__(self, hidden_size: int, entropy_penalty: float = 0.0) -> None:
-        super().__init__()
-        if entropy_penalty < 0:
-            raise ParameterError(
-                f"The 'entropy_penalty' argument must be >= 0; got {entropy_penalty!r}."
-            )
-        self.gate = nn.Linear(int(hidden_size), 1)
-        self.entropy_penalty = float(entropy_penalty)
-
-    def forward(self, logits, labels, *, bias_probs=None, teacher_probs=None, hidden=None):
-        b = self._need("bias_probs", bias_probs)
-        h = self._need("hidden", hidden)
-        g = fn.softplus(self.gate(h))  # (B, 1), >= 0
-        scaled_bias = g * torch.log(b.clamp_min(EPS))
-        loss = fn.cross_entropy(fn.log_softmax(logits, dim=1) + scaled_bias, labels)
-        if self.entropy_penalty:
-            p = fn.softmax(scaled_bias, dim=1)
-            entropy = -(p * fn.log_softmax(scaled_bias, dim=1)).sum(dim=1).mean()
-            loss = loss + self.entropy_penalty * entropy
-        return loss
-
-
-@_register
-class LearnedMixinH(LearnedMixin):
-    """LearnedMixin+H: the entropy penalty on by default (paper 001 App. B.2.3).
-
-    Parameters
-    ----------
-    hidden_size : int
-    entropy_penalty : float or None, default=None
-        ``H``; ``None``: :func:`default_entropy_penalty` of ``n_classes`` (0.4 scaled
-        from QA's 384 positions to K classes), or the paper's 0.4 when ``n_classes`` is
-        not given.
-    n_classes : int or None, default=None
-
-    Examples
-    --------
-    >>> round(LearnedMixinH(hidden_size=4, n_classes=3).entropy_penalty, 4)
-    0.0738
-    >>> LearnedMixinH(hidden_size=4, entropy_penalty=0.4, n_classes=3).entropy_penalty
-    0.4
-    """
-
-    name: ClassVar[str] = "learned_mixin_h"
-
-    def __init__(
-        self,
-        hidden_size: int,
-        entropy_penalty: float | None = None,
-        n_classes: int | None = None,
-    ) -> None:
-        if entropy_penalty is None:
-            entropy_penalty = (
-                PAPER_ENTROPY_PENALTY if n_classes is None else default_entropy_penalty(n_classes)
-            )
-        super().__init__(hidden_size, entropy_penalty)
-
-
-@_register
-class ConfidenceRegularization(DebiasLoss):
-    """Confidence regularization: distil a teacher scaled by ``1 - b_gold`` (Utama et al. 2020a).
-
-    Examples
-    --------
-    A bias model sure of the gold label (b_gold = 1) flattens the teacher to uniform;
-    one that gives it 0 leaves the teacher as it is.
-
-    >>> t = torch.tensor([[0.8, 0.2]])
-    >>> creg = ConfidenceRegularization()
-    >>> y = torch.tensor([0])
-    >>> round(float(creg(torch.zeros(1, 2), y, bias_probs=torch.tensor([[1.0, 0.0]]),
-    ...                  teacher_probs=t)), 4)  # - log(1/2)
-    0.6931
-    >>> round(float(creg.scaled_teacher(t, torch.tensor([[0.0, 1.0]]), y)[0, 0]), 4)
-    0.8
-    """
-
-    name: ClassVar[str] = "conf_reg"
-    needs_teacher: ClassVar[bool] = True
-
-    @staticmethod
-    def scaled_teacher(
-        teacher_probs: torch.Tensor, bias_probs: torch.Tensor, labels: torch.Tensor
-    ) -> torch.Tensor:
-        """``S_j = t_j^(1 - b_gold) / sum_k t_k^(1 - b_gold)`` (computed in log space)."""
-        exponent = (1.0 - _gold(bias_probs, labels)).unsqueeze(1)
-        return fn.softmax(exponent * torch.log(teacher_probs.clamp_min(EPS)), dim=1)
-
-    def forward(self, logits, labels, *, bias_probs=None, teacher_probs=None, hidden=None):
-        b = self._need("bias_probs", bias_probs)
-        t = self._need("teacher_probs", teacher_probs)
-        target = self.scaled_teacher(t, b, labels).detach()
-        return -(target * fn.log_softmax(logits, dim=1)).sum(dim=1).mean()
-
-
-@_register
-class Reweighting(DebiasLoss):
-    """Example reweighting: ``sum_i w_i CE_i / sum_i w_i``, ``w_i = 1 - b_gold(i)``.
-
-    Normalised by the batch's total weight as the reference implementations (Clark et
-    al. 2019's and Utama et al. 2020b's ``ReweightBaseline``) do, so the loss stays on
-    cross-entropy's scale however biased a batch is (a batch mean would shrink the
-    learning rate by the mean weight). A batch whose weights are all 0 gives 0.
-
-    Examples
-    --------
-    >>> rw = Reweighting()
-    >>> logits, y = torch.tensor([[2.0, 0.0], [0.0, 0.0]]), torch.tensor([0, 0])
-    >>> b = torch.tensor([[0.5, 0.5], [0.75, 0.25]])  # weights 0.5 and 0.25
-    >>> round(float(rw(logits, y, bias_probs=b)), 4)  # (0.5 * 0.1269 + 0.25 * 0.6931) / 0.75
-    0.3157
-    """
-
-    name: ClassVar[str] = "reweight"
-
-    def forward(self, logits, labels, *, bias_probs=None, teacher_probs=None, hidden=None):
-        b = self._need("bias_probs", bias_probs)
-        weights = 1.0 - _gold(b, labels)
-        ce = fn.cross_entropy(logits, labels, reduction="none")
-        return (weights * ce).sum() / weights.sum().clamp_min(EPS)
+#: Registered losses, in the order methods are compared (plain first).
+LOSSES: Registry[LossSpec] = Registry("loss")
+for _spec in (
+    LossSpec("plain", "PlainLoss", needs_bias=False),
+    LossSpec("poe", "ProductOfExperts"),
+    LossSpec("learned_mixin", "LearnedMixin", needs_hidden=True),
+    LossSpec("learned_mixin_h", "LearnedMixinH", needs_hidden=True),
+    LossSpec("conf_reg", "ConfidenceRegularization", needs_teacher=True),
+    LossSpec("reweight", "Reweighting"),
+):
+    LOSSES.register(_spec.name, _spec)
+del _spec
 
 
 def make_loss(name: str, *, hidden_size: int | None = None, **params: Any) -> DebiasLoss:
@@ -332,14 +136,29 @@ def make_loss(name: str, *, hidden_size: int | None = None, **params: Any) -> De
     >>> make_loss("learned_mixin_h", hidden_size=8, n_classes=3, entropy_penalty=0.2).entropy_penalty
     0.2
     """
-    cls = LOSSES.get(name)
+    spec = LOSSES.get(name)
+    cls = spec.load()
     n_classes = params.pop("n_classes", None)
-    if cls.needs_hidden:
+    if spec.needs_hidden:
         if hidden_size is None:
             raise ParameterError(f"The {name!r} loss needs 'hidden_size' (its gate's input).")
-        if issubclass(cls, LearnedMixinH):
+        if issubclass(cls, _loss_class("LearnedMixinH")):
             return cls(hidden_size=hidden_size, n_classes=n_classes, **params)
         return cls(hidden_size=hidden_size, **params)
     if params:
         raise ParameterError(f"The {name!r} loss takes no parameters; got {sorted(params)}.")
     return cls()
+
+
+def _loss_class(name: str) -> Any:
+    import_torch("Debiasing losses")  # a missing torch names the extra to install
+    from spurious.models.debias import loss_modules  # imports torch
+
+    return getattr(loss_modules, name)
+
+
+def __getattr__(name: str) -> Any:
+    # The loss classes need torch: imported only when one is asked for.
+    if name in _CLASS_NAMES:
+        return _loss_class(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

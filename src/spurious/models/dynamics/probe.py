@@ -2,7 +2,9 @@
 
 :func:`probe_dynamics` trains a small MLP or a linear softmax layer for a few epochs on
 frozen features (cached sentence embeddings), recording every training and evaluation
-example after every epoch; torch is imported only when it runs.
+example after every epoch; torch is imported only when it runs. The model and the
+training loop are :mod:`spurious.models.torch_loop`'s (shared with the debiasing fast
+path); this module adds the checks of its inputs and the recording.
 """
 
 from __future__ import annotations
@@ -17,8 +19,16 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from spurious.exceptions import ParameterError, missing_dependency
+from spurious.exceptions import ParameterError
 from spurious.models.dynamics.cartography_files import _softmax
+from spurious.models.runtime.threads import import_torch
+from spurious.models.torch_loop import (
+    default_batch_size,
+    rows_tensor,
+    seeded_mlp,
+    train_loop,
+    zscore,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -37,16 +47,6 @@ FAST_OPTIONS = (
     "record_logits",
     "n_threads",
 )
-
-
-def _torch() -> Any:
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is installed in every CI job
-        raise missing_dependency(
-            "torch", "torch", "Training dynamics on frozen features (the fast path)"
-        ) from None
-    return torch
 
 
 def _check_matrix(X: Any, what: str) -> Any:
@@ -154,6 +154,75 @@ def probe_dynamics(
     >>> frame[frame.split == "eval"].groupby("epoch")["correct"].mean().iloc[-1] > 0.8
     np.True_
     """
+    _check_options(model, epochs, batch_size, hidden_size, records_per_epoch, lr)
+    Xtr, ytr, Xev, yev, k = _check_data(X_train, y_train, X_eval, y_eval, n_classes)
+    ids_tr = _ids(train_ids, Xtr.shape[0], "train_ids")
+    ids_ev = _ids(eval_ids, Xev.shape[0], "eval_ids") if Xev is not None else None
+    if standardize and not sparse.issparse(Xtr):
+        mu, sd = zscore(Xtr)
+        Xtr = (Xtr - mu) / sd  # a new array: the caller's (shared) matrix is untouched
+        if Xev is not None:
+            Xev = (Xev - mu) / sd
+
+    rng = np.random.default_rng(random_state)
+    n, d = Xtr.shape
+    encoder, head = seeded_mlp(rng, d, k, hidden_size if model == "mlp" else None)
+    torch = _torch_module()
+    loss_fn = torch.nn.CrossEntropyLoss()
+    ytr_t = torch.from_numpy(ytr)
+    if batch_size is None:
+        batch_size = default_batch_size(n)
+    steps = math.ceil(n / batch_size)
+    # Recording j of an epoch follows step round(steps * j / records_per_epoch).
+    checkpoints = {
+        max(1, round(steps * j / records_per_epoch)): j for j in range(1, records_per_epoch + 1)
+    }
+    splits = (("train", Xtr, ytr), *((("eval", Xev, yev),) if Xev is not None else ()))
+    records: list[tuple[float, str, np.ndarray, np.ndarray]] = []
+
+    def after_step(epoch: int, step: int, idx: np.ndarray, loss: Any) -> None:
+        if step + 1 in checkpoints:
+            value = epoch + checkpoints[step + 1] / records_per_epoch
+            records.extend(_record(encoder, head, splits, value, k))
+
+    start_time = time.perf_counter()
+    encoder.train()
+    head.train()
+    train_loop(
+        [*encoder.parameters(), *head.parameters()],
+        lambda idx: loss_fn(head(encoder(rows_tensor(Xtr, idx))), ytr_t[idx]),
+        rows=np.arange(n),
+        epochs=epochs,
+        batch_size=batch_size,
+        rng=rng,
+        lr=lr,
+        weight_decay=weight_decay,
+        n_threads=n_threads,
+        after_step=after_step,
+    )
+    logger.info(
+        "probe_dynamics: %s, %d epochs on %d x %d in %.2fs",
+        model,
+        epochs,
+        n,
+        d,
+        time.perf_counter() - start_time,
+    )
+    return _records_frame(records, ids_tr, ids_ev, record_logits)
+
+
+def _torch_module() -> Any:
+    return import_torch("Training dynamics on frozen features (the fast path)")
+
+
+def _check_options(
+    model: str,
+    epochs: Any,
+    batch_size: Any,
+    hidden_size: Any,
+    records_per_epoch: Any,
+    lr: Any,
+) -> None:
     if model not in FAST_MODELS:
         raise ParameterError(
             f"The 'model' parameter of probe_dynamics must be one of {list(FAST_MODELS)}; got "
@@ -171,7 +240,14 @@ def probe_dynamics(
             )
     if not (isinstance(lr, int | float) and lr > 0):
         raise ParameterError(f"The 'lr' parameter of probe_dynamics must be > 0; got {lr!r}.")
-    torch = _torch()
+
+
+def _check_data(
+    X_train: Any, y_train: Any, X_eval: Any, y_eval: Any, n_classes: int | None
+) -> tuple[Any, np.ndarray, Any, np.ndarray | None, int]:
+    """``(X_train, y_train, X_eval, y_eval, n_classes)`` checked; the evaluation pair is
+    ``(None, None)`` when not given."""
+    _torch_module()  # a missing torch is reported before the data is looked at
     Xtr = _check_matrix(X_train, "X_train")
     ytr = _check_labels(y_train, Xtr.shape[0], "y_train")
     if Xtr.shape[0] == 0:
@@ -179,6 +255,7 @@ def probe_dynamics(
     has_eval = X_eval is not None
     if has_eval != (y_eval is not None):
         raise ParameterError("Pass both 'X_eval' and 'y_eval', or neither.")
+    Xev = yev = None
     if has_eval:
         Xev = _check_matrix(X_eval, "X_eval")
         yev = _check_labels(y_eval, Xev.shape[0], "y_eval")
@@ -191,88 +268,28 @@ def probe_dynamics(
         k = max(k, int(yev.max()) + 1) if n_classes is None else k
     if ytr.max() >= k or (has_eval and len(yev) and yev.max() >= k):
         raise ParameterError(f"Label ids must be < n_classes={k}; got {ytr.max()}.")
-    ids_tr = _ids(train_ids, Xtr.shape[0], "train_ids")
-    ids_ev = _ids(eval_ids, Xev.shape[0], "eval_ids") if has_eval else None
+    return Xtr, ytr, Xev, yev, k
 
-    if standardize and not sparse.issparse(Xtr):
-        mu = Xtr.mean(axis=0)
-        sd = Xtr.std(axis=0)
-        sd[sd < 1e-8] = 1.0  # constant columns carry nothing; avoid dividing by 0
-        Xtr = (Xtr - mu) / sd  # a new array: the caller's (shared) matrix is untouched
-        if has_eval:
-            Xev = (Xev - mu) / sd
 
-    rng = np.random.default_rng(random_state)
-    torch_seed = int(rng.integers(0, 2**31 - 1))
-    d = Xtr.shape[1]
-    # fork_rng restores torch's global generator afterwards; only our init uses the seed.
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(torch_seed)
-        if model == "mlp":
-            net = torch.nn.Sequential(
-                torch.nn.Linear(d, hidden_size), torch.nn.ReLU(), torch.nn.Linear(hidden_size, k)
-            )
-        else:
-            net = torch.nn.Linear(d, k)
-    opt = torch.optim.Adam(net.parameters(), lr=float(lr), weight_decay=float(weight_decay))
-    loss_fn = torch.nn.CrossEntropyLoss()
-
-    def rows_tensor(X: Any, idx: np.ndarray) -> Any:
-        part = X[idx]
-        if sparse.issparse(part):
-            part = part.toarray()
-        return torch.from_numpy(np.ascontiguousarray(part, dtype=np.float32))
-
-    ytr_t = torch.from_numpy(ytr)
-    n = Xtr.shape[0]
-    if batch_size is None:
-        batch_size = min(128, max(8, n // 32))
-    steps = math.ceil(n / batch_size)
-    # Recording j of an epoch follows step round(steps * j / records_per_epoch).
-    checkpoints = {
-        max(1, round(steps * j / records_per_epoch)): j for j in range(1, records_per_epoch + 1)
-    }
-    records: list[tuple[float, str, np.ndarray, np.ndarray]] = []
-
-    def record(epoch_value: float) -> None:
-        net.eval()
-        with torch.no_grad():
-            for split, X in (("train", Xtr), *((("eval", Xev),) if has_eval else ())):
-                out = []
-                for start in range(0, X.shape[0], 8192):
-                    idx = np.arange(start, min(start + 8192, X.shape[0]))
-                    out.append(net(rows_tensor(X, idx)).numpy())
-                logits = np.concatenate(out) if out else np.zeros((0, k), dtype=np.float32)
-                records.append((epoch_value, split, logits, ytr if split == "train" else yev))
-        net.train()
-
-    start_time = time.perf_counter()
-    threads_before = torch.get_num_threads()
-    if n_threads is not None:
-        torch.set_num_threads(int(n_threads))
-    try:
-        net.train()
-        for epoch in range(epochs):
-            order = rng.permutation(n)
-            for s in range(steps):
-                idx = order[s * batch_size : (s + 1) * batch_size]
-                opt.zero_grad(set_to_none=True)
-                loss = loss_fn(net(rows_tensor(Xtr, idx)), ytr_t[idx])
-                loss.backward()
-                opt.step()
-                if s + 1 in checkpoints:
-                    record(epoch + checkpoints[s + 1] / records_per_epoch)
-    finally:
-        torch.set_num_threads(threads_before)
-    logger.info(
-        "probe_dynamics: %s, %d epochs on %d x %d in %.2fs",
-        model,
-        epochs,
-        n,
-        d,
-        time.perf_counter() - start_time,
-    )
-    return _records_frame(records, ids_tr, ids_ev, record_logits)
+def _record(
+    encoder: Any, head: Any, splits: Sequence[tuple[str, Any, np.ndarray]], epoch: float, k: int
+) -> list[tuple[float, str, np.ndarray, np.ndarray]]:
+    """The logits of every row of every split, in evaluation mode (8192 rows at a time)."""
+    torch = _torch_module()
+    encoder.eval()
+    head.eval()
+    out = []
+    with torch.no_grad():
+        for split, X, y in splits:
+            parts = []
+            for start in range(0, X.shape[0], 8192):
+                idx = np.arange(start, min(start + 8192, X.shape[0]))
+                parts.append(head(encoder(rows_tensor(X, idx))).numpy())
+            logits = np.concatenate(parts) if parts else np.zeros((0, k), dtype=np.float32)
+            out.append((epoch, split, logits, y))
+    encoder.train()
+    head.train()
+    return out
 
 
 def _ids(ids: Sequence[Any] | None, n: int, what: str) -> np.ndarray:

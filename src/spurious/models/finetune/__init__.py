@@ -31,10 +31,10 @@ from spurious.models.finetune.cached import (
 from spurious.models.finetune.config import FineTuneConfig
 from spurious.models.finetune.engine import FineTuneResult, fine_tune
 from spurious.models.finetune.inference import hidden_states, predict_proba, weights_digest
-from spurious.models.finetune.recording import DYNAMICS_COLUMNS, read_dynamics
+from spurious.models.finetune.recording import FINETUNE_FRAME_COLUMNS, read_dynamics
 
 __all__ = [
-    "DYNAMICS_COLUMNS",
+    "FINETUNE_FRAME_COLUMNS",
     "FineTuneConfig",
     "FineTuneResult",
     "TokenRelevance",

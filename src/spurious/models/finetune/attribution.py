@@ -52,12 +52,8 @@ import numpy as np
 from spurious.data.dataset import Dataset
 from spurious.exceptions import ParameterError, SchemaError
 from spurious.models.finetune.data import EncodedSplit, encode
-from spurious.models.finetune.inference import (
-    amp_context,
-    load_classifier,
-    model_meta,
-    plan_batches,
-)
+from spurious.models.finetune.inference import load_classifier, model_meta
+from spurious.models.runtime import amp_context, resolve_device, resolve_precision, sorted_batches
 from spurious.views import View, get_view
 
 logger = logging.getLogger(__name__)
@@ -220,7 +216,7 @@ def relevance_of_split(
     position = {int(r): i for i, r in enumerate(rows)}
     relevance: list[np.ndarray | None] = [None] * len(rows)
     p_gold = np.zeros(len(rows))
-    for batch_rows in plan_batches(split.lengths, rows, batch_size, on_cpu):
+    for batch_rows in sorted_batches(split.lengths, rows, batch_size, on_cpu):
         rel, p = relevance_batch(
             model, split.batch(batch_rows), device=device, precision=precision, mode=mode
         )
@@ -286,8 +282,6 @@ def token_relevance(
     >>> float(rel.relevance[0].sum())  # doctest: +SKIP
     1.0
     """
-    from spurious.features.encoder import resolve_device, resolve_precision
-
     check_mode(mode)
     if not dataset.task.has_labels:
         raise SchemaError(

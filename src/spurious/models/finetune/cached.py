@@ -24,6 +24,7 @@ from spurious.exceptions import ParameterError
 from spurious.models.finetune.config import FineTuneConfig
 from spurious.models.finetune.debias import check_side_inputs
 from spurious.models.finetune.engine import METRICS_FILE, FineTuneResult, fine_tune
+from spurious.models.runtime import resolve_model
 from spurious.utils.hashing import stable_hash
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -63,8 +64,6 @@ def finetune_key(
     (:meth:`~spurious.models.finetune.debias.SideInputs.digest`), left out when ``None``
     so plain keys stay what they were.
     """
-    from spurious.features.encoder import resolve_model
-
     payload: dict[str, Any] = {
         "version": _CACHE_VERSION,
         "train": train.fingerprint,

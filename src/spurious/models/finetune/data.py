@@ -107,7 +107,7 @@ def encode(
     Examples
     --------
     >>> from spurious.data.synthetic import make_nli_artifacts
-    >>> from spurious.features.encoder import default_model_path
+    >>> from spurious.models.runtime import default_model_path
     >>> import transformers
     >>> tok = transformers.AutoTokenizer.from_pretrained(default_model_path())  # doctest: +SKIP
     >>> ds = make_nli_artifacts(n=4, random_state=0).dataset

@@ -1,27 +1,24 @@
 """No-grad passes over a split: logits for the training dynamics, hidden states as features.
 
-One pass is built for throughput, since the dynamics pass runs every epoch and the
-featurizer runs on whole datasets:
+The pass is the shared batched forward pass of :mod:`spurious.models.runtime.batches`
+(the sentence encoder runs the same one): examples are tokenised once, sorted by length
+and batched so a batch pads only to its own longest example (on CPU at most ~1k padded
+tokens per batch); the model runs in eval mode under ``torch.inference_mode()`` and the
+training's autocast precision (so the recorded probabilities are those of the model as
+trained); on CPU whole batches run on worker threads with one intra-op thread each.
 
-* examples are tokenised once and sorted by length, longest first, and batched so a
-  batch pads only to its own longest example (on CPU a batch also holds at most ~1k
-  padded tokens, the working set that measured fastest for the sentence encoder);
-* the model runs in eval mode under ``torch.inference_mode()`` and the training's
-  autocast precision (so the recorded probabilities are those of the model as trained);
-* on CPU, whole batches run on worker threads with one intra-op thread each instead of
-  splitting every matmul over the cores: the sentence encoder measured +40% on 2 cores
-  for small models and short inputs (no fork/join per op).
+Also here: trained model folders on disk (:func:`check_model_dir`, :func:`model_meta`,
+:func:`weights_digest`, :func:`load_classifier`) and the public entry points
+:func:`hidden_states` and :func:`predict_proba`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import logging
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -30,47 +27,46 @@ import numpy as np
 from spurious.data.dataset import Dataset
 from spurious.exceptions import FeatureError, ParameterError, missing_dependency
 from spurious.models.finetune.data import EncodedSplit, encode
+from spurious.models.runtime import (
+    CPU_TOKENS_PER_BATCH,
+    amp_context,
+    cpu_workers,
+    forward_batches,
+    quiet_transformers,
+    resolve_device,
+    resolve_precision,
+    sorted_batches,
+)
 from spurious.utils.io import read_json
 from spurious.views import View
 
 logger = logging.getLogger(__name__)
 
+__all__ = [
+    "CPU_TOKENS_PER_BATCH",
+    "MODEL_META",
+    "POOLINGS",
+    "amp_context",
+    "check_model_dir",
+    "hidden_states",
+    "load_classifier",
+    "model_meta",
+    "plan_batches",
+    "pooled_hidden",
+    "predict_logits",
+    "predict_proba",
+    "quiet_transformers",
+    "run_batches",
+    "weights_digest",
+]
+
 #: File written beside a fine-tuned model's weights: how it was trained (view, labels ...).
 MODEL_META = "spurious_finetune.json"
 POOLINGS = ("cls", "mean")
-#: Padded tokens per CPU batch (the sentence encoder's measured sweet spot).
-CPU_TOKENS_PER_BATCH = 1024
 #: At most this many CPU worker threads for a pass.
 _MAX_CPU_WORKERS = 8
-
-
-def amp_context(device: str, precision: str) -> Any:
-    """``torch.autocast`` for ``precision`` (``"bf16"``/``"fp16"``) or a null context."""
-    import torch
-
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
-    if dtype is None:
-        return contextlib.nullcontext()
-    return torch.autocast(torch.device(device).type, dtype=dtype)
-
-
-@contextlib.contextmanager
-def quiet_transformers() -> Any:
-    """Silence transformers' weight-loading bar and load report while loading a model
-    (noise inside a library; a new head's "newly initialized" note is expected), then
-    restore the user's settings."""
-    from transformers.utils import logging as hf_logging
-
-    verbosity = hf_logging.get_verbosity()
-    bar_was_on = hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(verbosity)
-        if bar_was_on:
-            hf_logging.enable_progress_bar()
+#: Length-sorted batches (the name this had when it lived here).
+plan_batches = sorted_batches
 
 
 def run_batches(
@@ -94,79 +90,31 @@ def run_batches(
 
     rows = np.arange(len(split)) if rows is None else np.asarray(rows, dtype=np.int64)
     on_cpu = torch.device(device).type == "cpu"
-    batches = plan_batches(split.lengths, rows, batch_size, on_cpu)
+    batches = sorted_batches(split.lengths, rows, batch_size, on_cpu)
     out: dict[int, np.ndarray] = {}
 
     def one(batch_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        # Grad and autocast modes are thread-local: entered here, in the running thread.
         batch = split.batch(batch_rows)
         batch.pop("idx", None)
         batch.pop("labels", None)
-        with torch.inference_mode(), amp_context(device, precision):
-            batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
-            result = fn(model, batch).float().cpu().numpy()
-        return batch_rows, result
+        batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+        return batch_rows, fn(model, batch).float().cpu().numpy()
 
     total = torch.get_num_threads()
-    parallel = on_cpu and total > 1 and len(batches) > 1 and _openmp()
-    old_threads = torch.get_num_threads()
-    try:
-        if parallel:
-            workers = min(total, _MAX_CPU_WORKERS)
-            with ThreadPoolExecutor(
-                workers,
-                thread_name_prefix="spurious-finetune-pass",
-                initializer=torch.set_num_threads,
-                initargs=(max(1, total // workers),),
-            ) as pool:
-                for r, res in pool.map(one, batches):
-                    out.update(zip(r.tolist(), res, strict=True))
-                    if bar is not None:
-                        bar.update(len(r))
-        else:
-            for b in batches:
-                r, res = one(b)
-                out.update(zip(r.tolist(), res, strict=True))
-                if bar is not None:
-                    bar.update(len(r))
-    finally:
-        # A worker's set_num_threads also changes torch's default for new threads.
-        torch.set_num_threads(old_threads)
+    workers, threads_each = cpu_workers(total, _MAX_CPU_WORKERS, split_threads=True)
+    for r, res in forward_batches(
+        one,
+        batches,
+        device=device,
+        precision=precision,
+        workers=workers if on_cpu else 1,
+        threads_each=threads_each,
+        name="spurious-finetune-pass",
+    ):
+        out.update(zip(r.tolist(), res, strict=True))
+        if bar is not None:
+            bar.update(len(r))
     return out
-
-
-def plan_batches(
-    lengths: np.ndarray, rows: np.ndarray, batch_size: int, on_cpu: bool
-) -> list[np.ndarray]:
-    """``rows`` sorted by length, longest first, cut into batches of at most
-    ``batch_size`` rows; on CPU also at most :data:`CPU_TOKENS_PER_BATCH` padded tokens
-    (small working sets stay in cache; long inputs get fewer rows, so memory stays flat).
-
-    Examples
-    --------
-    >>> [b.tolist() for b in plan_batches(np.array([3, 600, 5]), np.arange(3), 2, True)]
-    [[1], [2, 0]]
-    """
-    order = rows[np.argsort(-lengths[rows], kind="stable")]
-    batches, start = [], 0
-    while start < len(order):
-        size = batch_size
-        if on_cpu:
-            size = max(1, min(batch_size, CPU_TOKENS_PER_BATCH // int(lengths[order[start]])))
-        batches.append(order[start : start + size])
-        start += size
-    return batches
-
-
-@functools.lru_cache(maxsize=1)
-def _openmp() -> bool:
-    """Per-thread intra-op settings need torch's OpenMP backend."""
-    import torch
-
-    try:
-        return "parallel backend: OpenMP" in str(torch.__config__.parallel_info())
-    except Exception:  # pragma: no cover  (exotic builds)
-        return False
 
 
 def _stack(results: dict[int, np.ndarray], rows: np.ndarray) -> np.ndarray:
@@ -373,8 +321,6 @@ def hidden_states(
     >>> H.shape  # doctest: +SKIP
     (20, 384)
     """
-    from spurious.features.encoder import resolve_device, resolve_precision
-
     path = check_model_dir(model_dir)
     dev = resolve_device(device)
     prec = resolve_precision(precision, dev)
@@ -439,8 +385,6 @@ def predict_proba(
     >>> P.shape  # doctest: +SKIP
     (9842, 3)
     """
-    from spurious.features.encoder import resolve_device, resolve_precision
-
     path = check_model_dir(model_dir)
     dev = resolve_device(device)
     prec = resolve_precision(precision, dev)

@@ -1,7 +1,9 @@
 """Training dynamics while a model trains: per snapshot and example, p(gold), prediction, logits.
 
 The frame (one row per example and snapshot) has the columns of
-:data:`DYNAMICS_COLUMNS`, the interface of :class:`spurious.models.dynamics.TrainingDynamics`:
+:data:`FINETUNE_FRAME_COLUMNS`: the required columns of
+:class:`spurious.models.dynamics.TrainingDynamics`
+(:data:`spurious.models.dynamics.DYNAMICS_COLUMNS`) plus ``gold`` and ``logits``:
 
 ===========  =====================================================================
 ``id``       example id (str)
@@ -35,14 +37,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from spurious.models.dynamics.record import DYNAMICS_COLUMNS
 from spurious.models.finetune.data import EncodedSplit
 from spurious.models.finetune.inference import predict_logits
 from spurious.utils.io import atomic_write, atomic_write_json, read_json
 
 logger = logging.getLogger(__name__)
 
-#: Columns of a dynamics frame (the interface shared with ``spurious.models.dynamics``).
-DYNAMICS_COLUMNS = ("id", "split", "epoch", "p_gold", "pred", "correct", "gold", "logits")
+#: Columns of a fine-tune's dynamics frame, in order: the required columns of a
+#: :class:`~spurious.models.dynamics.TrainingDynamics` frame, then the gold label id and
+#: the logits (both optional there, always recorded here).
+FINETUNE_FRAME_COLUMNS = (*DYNAMICS_COLUMNS, "gold", "logits")
 #: File names inside a checkpoint folder.
 CHECKPOINT_DYNAMICS = "spurious_dynamics.parquet"
 CHECKPOINT_STATE = "spurious_state.json"

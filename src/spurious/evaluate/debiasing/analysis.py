@@ -1,43 +1,18 @@
-"""The ``debiasing`` analysis: what debiasing objectives do to accuracy and prediction bias.
+"""The registered ``debiasing`` analysis: parameters, checks, the run's steps, the headline.
 
-Paper 001 (Sec. 4.4, 5; Fig. 5-7) measures how much debiasing methods remove a shortcut
-and finds them inconsistent: only resampling (RESAM) lowered the prediction bias it
-targeted every time. This analysis closes that loop inside a run:
-
-1. a **bias model** gives every training example class probabilities (a partial-input
-   model scored out-of-fold, trained on its own budget with early stopping on the
-   out-of-fold NLL and temperature-scaled; a shallow model, a heuristic split's biased
-   segment, or a file; :mod:`spurious.models.debias.bias`), rescaled per method into
-   ``<0; x>``; its accuracy, ECE and NLL (before / after calibration) are reported;
-2. a model is trained on the training split with each **objective** (plain, product of
-   experts, LearnedMixin, LearnedMixin+H, confidence regularization, example
-   reweighting; :mod:`spurious.models.debias.losses`) and with **RESAM** data (plain
-   loss on the heuristic-balanced rows), over several seeds;
-3. each model is **measured** on the evaluation split: accuracy, accuracy on the *hard*
-   examples (by default those the bias model gets wrong; ``hard_subset`` gives a subset
-   of the user's own), and the prediction bias of paper 001 on
-   each heuristic at the threshold the plain model's search found (Alg. 1, fixed across
-   methods as in the paper), plus the training cost (wall time and its ratio to plain
-   training in ``details["table"]``; epochs to 99% of the best eval accuracy);
-4. optionally (``cross_bias=True``) the **cross-bias matrix** of Fig. 6/7: for each
-   heuristic as the *targeted* bias (its biased segment trains the bias model; RESAM
-   balances it), the change in prediction bias on every *measured* heuristic.
-
-The models are, with ``path="fast"`` (the default), an MLP on frozen features
-(:func:`spurious.models.debias.fast.train_fast`); with ``path="finetune"``, transformer
-fine-tunes (MiniLM by default) of the full input through the fine-tuning engine with the
-same objectives (:func:`spurious.models.finetune.finetune_cached`, cached on disk by
-data, config, objective and a digest of the bias / teacher probabilities). The bias
-model stays the fast one unless ``bias_model`` names a file; ConfReg's teacher is the
-plain model of the same seed scored on the training split. See docs/methods/debiasing.md
-for what the fast path changes against the papers' fine-tuned BERT/RoBERTa models.
+:class:`Debiasing` reads the bias model's probabilities
+(:func:`spurious.artifacts.bias.bias_probabilities`), trains every method over every
+seed (:mod:`~spurious.evaluate.debiasing.training`), measures them on the evaluation
+split (:mod:`~spurious.evaluate.debiasing.measures`) and, with ``cross_bias=True``,
+builds the cross-bias matrix (:mod:`~spurious.evaluate.debiasing.cross_bias`). The
+package docstring of :mod:`spurious.evaluate.debiasing` describes the study.
 """
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
 from numbers import Integral, Real
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -51,22 +26,25 @@ from spurious.analysis import (
 )
 from spurious.artifacts.bias import (
     bias_probabilities,
-    heuristic_sample_size,
     parse_bias_spec,
     partial_view,
     train_heuristic,
 )
 from spurious.context import RunContext
-from spurious.exceptions import DetectorError, ParameterError
-from spurious.models.debias.bias import heuristic_bias, out_of_fold_proba, rescale_bias
+from spurious.evaluate.debiasing.cross_bias import cross_bias_matrix
+from spurious.evaluate.debiasing.measures import chance_corrected_gain, plain_thresholds, summarise
+from spurious.evaluate.debiasing.training import fit_fast, fit_finetune, resam_rows, teacher_probs
+from spurious.exceptions import ParameterError
+from spurious.models.debias.bias import rescale_bias
 from spurious.models.debias.calibration import calibration_metrics
-from spurious.models.debias.fast import train_fast
 from spurious.models.debias.losses import LOSSES, default_entropy_penalty
 from spurious.models.debias.subsets import load_hard_subset
-from spurious.stats.resample import resample_indices
 from spurious.utils.validation import Interval, StrOptions
 
-__all__ = ["DEFAULT_RESCALE", "METHODS", "Debiasing"]
+if TYPE_CHECKING:  # pragma: no cover
+    from spurious.data.dataset import Dataset
+
+__all__ = ["DEFAULT_RESCALE", "METHODS", "NLI_HEURISTICS", "Debiasing"]
 
 #: Methods: every registered loss, and "resam" (plain loss on RESAM-balanced rows).
 METHODS = (*LOSSES.names(), "resam")
@@ -375,52 +353,21 @@ class Debiasing(Analysis):
         bias_train, bias_eval, bias_info = self._bias(ctx, X, y, train_opts, seed)
         bias_metrics = bias_info.pop("metrics", {})
         bias_acc = float((bias_eval.argmax(axis=1) == y_eval).mean())
-        if self.hard_subset is None:
-            hard = bias_eval.argmax(axis=1) != y_eval
-            what = bias_info.get("view", bias_info["kind"]).replace("_", "-")
-            hard_definition = (
-                f"evaluation rows a {what} bias model of accuracy {bias_acc:.3f} gets wrong"
-            )
-        else:
-            hard, hard_definition = load_hard_subset(self.hard_subset, test)
+        hard, hard_definition = self._hard_subset(bias_eval, y_eval, bias_acc, bias_info, test)
         methods = self._methods()
         lp = {m: self._loss_params(m, n_classes) for m in methods}
-
-        def train_h(name: str) -> np.ndarray:
-            return train_heuristic(ctx, name)
-
         resam_name = self.resam_heuristic or (names[0] if names else None)
-        runs: dict[str, list[dict[str, Any]]] = {m: [] for m in methods}
-        thresholds: dict[str, float] = {}
         ft = self._finetune_config()
 
         def fit(m: str, b: Any, t: Any, rows: Any, rs: int) -> dict[str, Any]:
             if self.path == "finetune":
-                return _fit_finetune(ctx, m, b, t, rows, ft, rs, lp.get(m))
-            return _fit(X, y, X_eval, y_eval, m, b, t, rows, train_opts, rs, lp.get(m))
+                return fit_finetune(ctx, m, b, t, rows, ft, rs, lp.get(m))
+            return fit_fast(X, y, X_eval, y_eval, m, b, t, rows, train_opts, rs, lp.get(m))
 
-        for s in range(self.n_seeds):
-            rs = seed + 1000 * s
-            plain = fit("plain", None, None, None, rs)
-            runs["plain"].append(plain)
-            if s == 0:
-                thresholds = _thresholds(plain["correct"], h_eval, names, self.n_trials, seed)
-            teacher = None
-            for m in methods[1:]:
-                if m == "resam":
-                    rows = _resam_rows(train_h(resam_name), thresholds.get(resam_name), rs)
-                    runs[m].append(fit("plain", None, None, rows, rs))
-                    continue
-                b = rescale_bias(bias_train, self._rescale(m))
-                t = None
-                if LOSSES.get(m).needs_teacher:
-                    teacher = _teacher(ctx, plain, X) if teacher is None else teacher
-                    t = teacher
-                runs[m].append(fit(m, b, t, None, rs))
-
-        metrics, table = _summarise(
-            runs, y_eval, hard, h_eval, names, thresholds, self.n_trials, seed
+        runs, thresholds = self._train_methods(
+            ctx, fit, methods, bias_train, X, h_eval, names, resam_name, seed
         )
+        metrics, table = summarise(runs, hard, h_eval, names, thresholds, self.n_trials, seed)
         metrics["bias_model_accuracy"] = bias_acc
         metrics.update({f"bias_model_{k}": v for k, v in bias_metrics.items()})
         for key, value in calibration_metrics(bias_eval, y_eval).items():
@@ -429,10 +376,7 @@ class Debiasing(Analysis):
             metrics["entropy_penalty"] = float(lp["learned_mixin_h"]["entropy_penalty"])
         metrics["n_hard"] = float(hard.sum())
         bias_pred = bias_eval.argmax(axis=1) if self.hard_subset is None else None
-        for rs_ in runs.values():
-            for r in rs_:
-                r["chance"] = _chance_correct(r["pred"], y_eval, hard, n_classes, bias_pred)
-        gain = _hard_gain(runs, hard, seed)
+        gain = chance_corrected_gain(runs, y_eval, hard, n_classes, bias_pred, seed)
         metrics.update({k: v for k, v in gain.items() if k not in ("method", "by_method")})
         metrics.update({f"hard_gain_{m}": v for m, v in gain.get("by_method", {}).items()})
 
@@ -456,22 +400,12 @@ class Debiasing(Analysis):
             },
         }
         if self.cross_bias and names:
-            details["cross_bias"] = self._cross_bias(
-                ctx, X, y, X_eval, y_eval, h_eval, names, thresholds, methods, train_opts, seed,
-                metrics, lp,
+            details["cross_bias"] = cross_bias_matrix(
+                ctx, X, y, X_eval, y_eval, h_eval=h_eval, names=names, thresholds=thresholds,
+                methods=methods, opts=train_opts, seed=seed, metrics=metrics, loss_params=lp,
+                rescale=details["rescale"], n_trials=self.n_trials,
             )  # fmt: skip
-
-        correct = {m: np.mean([r["correct"] for r in rs_], axis=0) for m, rs_ in runs.items()}
-        label_names = np.asarray(test.label_names, dtype=object)
-        scores = pd.DataFrame({"id": test.ids, "label": label_names[y_eval]})
-        scores["bias_p_gold"] = bias_eval[np.arange(len(y_eval)), y_eval]
-        scores["hard"] = hard
-        for m in methods:
-            scores[f"correct_{m}"] = correct[m]
-        scores["debiasing_score"] = scores["bias_p_gold"]
-        others = [correct[m] for m in methods[1:]]
-        helped = np.max(others, axis=0) > 0.5 if others else np.zeros(len(y_eval), bool)
-        scores["is_debiasing_issue"] = (correct["plain"] < 0.5) & helped
+        scores = _scores(test, runs, methods, bias_eval, y_eval, hard)
         best = gain.get("method") or "plain"
         summary = (
             f"{len(methods)} methods x {self.n_seeds} seeds ({self.path}) on {len(train):,} "
@@ -493,58 +427,69 @@ class Debiasing(Analysis):
         )  # fmt: skip
         return b.train, b.eval, b.info
 
-    def _cross_bias(
+    def _hard_subset(
         self,
-        ctx,
-        X,
-        y,
-        X_eval,
-        y_eval,
-        h_eval,
-        names,
-        thresholds,
-        methods,
-        opts,
-        seed,
-        metrics,
-        loss_params,
-    ) -> dict[str, Any]:
-        """Fig. 6/7: rows = targeted heuristic, columns = measured; cells = bias change."""
-        reference = out_of_fold_proba(X, y, random_state=seed, **opts).argmax(1) == y
-        matrix: dict[str, dict[str, dict[str, float]]] = {}
-        for target in names:
-            attr = train_heuristic(ctx, target)
-            try:
-                b_train, _ = heuristic_bias(
-                    X, y, attr, reference_correct=reference.astype(float), random_state=seed,
-                    search_options={"sample_size": heuristic_sample_size(attr)},
-                    **opts,
-                )  # fmt: skip
-            except ParameterError:
-                continue  # no usable split of this heuristic on the training data
+        bias_eval: np.ndarray,
+        y_eval: np.ndarray,
+        bias_acc: float,
+        bias_info: dict[str, Any],
+        test: Dataset,
+    ) -> tuple[np.ndarray, str]:
+        """The evaluation rows called hard, and the report's words for them."""
+        if self.hard_subset is not None:
+            return load_hard_subset(self.hard_subset, test)
+        what = bias_info.get("view", bias_info["kind"]).replace("_", "-")
+        return (
+            bias_eval.argmax(axis=1) != y_eval,
+            f"evaluation rows a {what} bias model of accuracy {bias_acc:.3f} gets wrong",
+        )
+
+    def _train_methods(
+        self,
+        ctx: RunContext,
+        fit: Callable[..., dict[str, Any]],
+        methods: list[str],
+        bias_train: np.ndarray,
+        X: Any,
+        h_eval: pd.DataFrame,
+        names: list[str],
+        resam_name: str | None,
+        seed: int,
+    ) -> tuple[dict[str, list[dict[str, Any]]], dict[str, float]]:
+        """Every method over every seed, and the thresholds of the first plain model.
+
+        Each seed trains plain first: its first model's search sets the thresholds every
+        method is measured at (and RESAM balances at), and each seed's plain model is
+        ConfReg's teacher for that seed.
+        """
+        runs: dict[str, list[dict[str, Any]]] = {m: [] for m in methods}
+        thresholds: dict[str, float] = {}
+        for s in range(self.n_seeds):
+            rs = seed + 1000 * s
+            plain = fit("plain", None, None, None, rs)
+            runs["plain"].append(plain)
+            if s == 0:
+                thresholds = plain_thresholds(plain["correct"], h_eval, names, self.n_trials, seed)
+            teacher = None
             for m in methods[1:]:
                 if m == "resam":
-                    rows = _resam_rows(attr, thresholds.get(target), seed)
-                    run = _fit(X, y, X_eval, y_eval, "plain", None, None, rows, opts, seed)
-                else:
-                    b = rescale_bias(b_train, self._rescale(m))
-                    teacher = None
-                    if LOSSES.get(m).needs_teacher:
-                        plain = _fit(X, y, X_eval, y_eval, "plain", None, None, None, opts, seed)
-                        teacher = plain["model"].predict_proba(X)
-                    run = _fit(X, y, X_eval, y_eval, m, b, teacher, None, opts, seed,
-                               loss_params.get(m))  # fmt: skip
-                row = matrix.setdefault(m, {}).setdefault(target, {})
-                for measured in names:
-                    value = _bias_at(run["correct"], h_eval[measured], thresholds.get(measured),
-                                     self.n_trials, seed)  # fmt: skip
-                    row[measured] = value - metrics.get(f"bias_plain_{measured}", np.nan)
-        return matrix
+                    attr = train_heuristic(ctx, resam_name)
+                    rows = resam_rows(attr, thresholds.get(resam_name), rs)
+                    runs[m].append(fit("plain", None, None, rows, rs))
+                    continue
+                b = rescale_bias(bias_train, self._rescale(m))
+                t = None
+                if LOSSES.get(m).needs_teacher:
+                    teacher = teacher_probs(ctx, plain, X) if teacher is None else teacher
+                    t = teacher
+                runs[m].append(fit(m, b, t, None, rs))
+        return runs, thresholds
 
     def headline(self, result: Any) -> dict[str, Any]:
         """The hard-subset gain of the best debiasing method, judged by its interval.
 
-        The gain is corrected for chance (:func:`_chance_correct`: answering differently
+        The gain is corrected for chance
+        (:func:`~spurious.evaluate.debiasing.measures.chance_correct`: answering differently
         from the bias model gains on its errors by construction). The method is the one
         whose gain over plain training has the largest lower bound of a paired bootstrap
         interval over the hard examples (Bonferroni-corrected for the number of methods,
@@ -580,251 +525,24 @@ class Debiasing(Analysis):
         )  # fmt: skip
 
 
-# =======================================================================================
-# Helpers
-# =======================================================================================
-def _resam_rows(attr: np.ndarray, threshold: float | None, seed: int) -> np.ndarray:
-    if threshold is None or not np.isfinite(threshold):
-        threshold = float(np.nanmedian(attr))  # no usable eval threshold: balance at the median
-    rows, _ = resample_indices(attr, threshold, random_state=seed)
-    return rows
-
-
-def _fit(
-    X, y, X_eval, y_eval, loss, bias, teacher, rows, opts, seed, loss_params=None
-) -> dict[str, Any]:
-    """Train one model; eval correctness and the eval-accuracy curve over epochs."""
-    start = time.perf_counter()
-    model = train_fast(
-        X, y, loss=loss, bias_probs=bias, teacher_probs=teacher, sample_weight_rows=rows,
-        random_state=seed, eval_data=(X_eval, y_eval), loss_params=loss_params, **opts,
-    )  # fmt: skip
-    curve = model.eval_accuracy
-    pred = model.predict(X_eval)
-    return {
-        "model": model,
-        "pred": pred,
-        "correct": (pred == y_eval).astype(float),
-        "train_s": time.perf_counter() - start,
-        "curve": curve,
-    }
-
-
-def _chance_correct(
-    pred: np.ndarray,
-    y: np.ndarray,
-    hard: np.ndarray,
-    n_classes: int,
-    bias_pred: np.ndarray | None = None,
-) -> np.ndarray:
-    """Each row's expected correctness if labels were independent of the inputs.
-
-    The hard subset is usually the bias model's errors, so a model that merely answers
-    differently from the bias model gains there by construction (on shuffled labels,
-    whatever moves its answers off the bias model's class "helps the hard examples").
-    This is what such a label-blind model would get: with ``bias_pred`` (hard = the bias
-    model's errors), ``pi(pred) / (1 - pi(b))`` when ``pred != b`` and 0 when it repeats
-    the bias model's answer, ``pi`` the evaluation split's label distribution; for a
-    given subset, ``pi_H(pred)``, the label distribution within the subset. Rows outside
-    ``hard`` get 0.
-
-    Examples
-    --------
-    Two balanced classes; on a bias error the label is the other class, so answering
-    with the other class is right by construction:
-
-    >>> y = np.array([0, 1, 0, 1]); b = np.array([1, 1, 1, 0]); hard = b != y
-    >>> _chance_correct(np.array([0, 0, 1, 0]), y, hard, 2, b).tolist()
-    [1.0, 0.0, 0.0, 0.0]
-    """
-    out = np.zeros(len(y))
-    if bias_pred is not None:
-        pi = np.bincount(y, minlength=n_classes) / max(len(y), 1)
-        rest = np.clip(1.0 - pi[bias_pred], 1e-12, None)
-        e = np.where(pred != bias_pred, pi[pred] / rest, 0.0)
-    else:
-        pi_h = np.bincount(y[hard], minlength=n_classes) / max(int(hard.sum()), 1)
-        e = pi_h[pred]
-    out[hard] = e[hard]
-    return out
-
-
-def _hard_gain(
+def _scores(
+    test: Dataset,
     runs: dict[str, list[dict[str, Any]]],
+    methods: list[str],
+    bias_eval: np.ndarray,
+    y_eval: np.ndarray,
     hard: np.ndarray,
-    seed: int,
-    n_boot: int = 2000,
-    alpha: float = 0.05,
-) -> dict[str, Any]:
-    """The chance-corrected hard-subset gain of the method with the best lower bound.
-
-    Per hard example, a model's score is its correctness minus its chance correctness
-    (``run["chance"]``, :func:`_chance_correct`; 0 when absent), averaged over seeds;
-    the gain is a method's score minus plain training's (paired: the same examples,
-    the same seeds). A percentile bootstrap over the hard examples gives each method's
-    interval at level ``1 - alpha / M`` (Bonferroni over the M methods, since the
-    headline picks one). Seed-to-seed spread is in ``hard_accuracy_<m>_sd``; with one
-    seed the interval reflects the examples only.
-
-    Examples
-    --------
-    Method ``a`` is right on every hard example plain training gets wrong:
-
-    >>> hard = np.ones(200, dtype=bool)
-    >>> half = np.r_[np.ones(100), np.zeros(100)]
-    >>> runs = {"plain": [{"correct": half}], "a": [{"correct": np.ones(200)}],
-    ...         "b": [{"correct": half}]}
-    >>> g = _hard_gain(runs, hard, seed=0)
-    >>> g["method"], g["best_hard_gain"], bool(0.35 < g["best_hard_gain_low"] < 0.5)
-    ('a', 0.5, True)
-    """
-    methods = [m for m in runs if m != "plain"]
-    if not methods or not hard.any():
-        return {"best_hard_gain": 0.0, "method": None}
-
-    def score(rs: list[dict[str, Any]], raw: bool = False) -> np.ndarray:
-        return np.mean([r["correct"] - (0.0 if raw else r.get("chance", 0.0)) for r in rs], axis=0)[
-            hard
-        ]
-
-    plain, plain_raw = score(runs["plain"]), score(runs["plain"], raw=True)
-    diffs = {m: score(runs[m]) - plain for m in methods}
-    rng = np.random.default_rng(seed)
-    n = int(hard.sum())
-    idx = rng.integers(0, n, size=(n_boot, n), dtype=np.int32)  # the same for every method
-    q = alpha / len(methods) / 2
-    best: dict[str, Any] = {}
+) -> pd.DataFrame:
+    """Per evaluation example: the bias model's view of it and each method's correctness."""
+    correct = {m: np.mean([r["correct"] for r in rs_], axis=0) for m, rs_ in runs.items()}
+    label_names = np.asarray(test.label_names, dtype=object)
+    scores = pd.DataFrame({"id": test.ids, "label": label_names[y_eval]})
+    scores["bias_p_gold"] = bias_eval[np.arange(len(y_eval)), y_eval]
+    scores["hard"] = hard
     for m in methods:
-        boot = diffs[m][idx].mean(axis=1)
-        lo, hi = np.quantile(boot, [q, 1 - q])
-        if not best or lo > best["best_hard_gain_low"]:
-            best = {
-                "best_hard_gain": float(diffs[m].mean()),
-                "best_hard_gain_low": float(lo),
-                "best_hard_gain_high": float(hi),
-                "best_hard_gain_raw": float((score(runs[m], raw=True) - plain_raw).mean()),
-                "method": m,
-            }
-    best["by_method"] = {m: float(d.mean()) for m, d in diffs.items()}
-    return best
-
-
-def _teacher(ctx: RunContext, plain: dict[str, Any], X: Any) -> np.ndarray:
-    """ConfReg's teacher: the plain model of the same seed on the training split."""
-    if "model_dir" in plain:
-        from spurious.models.finetune import predict_proba
-
-        return predict_proba(plain["model_dir"], ctx.train, "full", progress=False)
-    return plain["model"].predict_proba(X)
-
-
-def _fit_finetune(
-    ctx: RunContext,
-    loss: str,
-    bias: np.ndarray | None,
-    teacher: np.ndarray | None,
-    rows: np.ndarray | None,
-    config: dict[str, Any],
-    seed: int,
-    loss_params: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Fine-tune one model (cached on disk); its last epoch's eval correctness and the
-    eval-accuracy curve over epochs, from the engine's evaluation dynamics."""
-    from spurious.models.finetune import finetune_cached
-
-    train = ctx.train
-    if rows is not None:  # RESAM: plain loss on the resampled rows (duplicates kept)
-        train = ctx.train.subset(np.asarray(rows), f"{ctx.train.name}[resam]")
-    res = finetune_cached(
-        train, ctx.eval, view="full", progress=ctx.progress, bias_probs=bias,
-        teacher_probs=teacher,
-        **{**config, "loss": loss, "loss_params": dict(loss_params or {}), "seed": seed},
-    )  # fmt: skip
-    dyn = res.dynamics
-    ev = dyn[dyn["split"] == "eval"]
-    if not len(ev):
-        raise DetectorError(
-            "path='finetune' reads the evaluation predictions from the fine-tune's "
-            "dynamics; do not set record_dynamics=False in 'finetune'."
-        )
-    last = ev[ev["epoch"] == ev["epoch"].max()].set_index("id")
-    rows = last.loc[list(ctx.eval.ids)]
-    curve = [h["eval_accuracy"] for h in res.history if "eval_accuracy" in h]
-    return {
-        "model_dir": res.model_dir,
-        "pred": rows["pred"].to_numpy(dtype=np.int64),
-        "correct": rows["correct"].to_numpy(dtype=float),
-        "train_s": float(res.metrics.get("train_seconds") or 0.0),
-        "curve": curve,
-    }
-
-
-def _bias_at(correct, attribute, threshold, n_trials, seed) -> float:
-    from spurious.stats.bias_search import prediction_bias
-
-    if threshold is None or not np.isfinite(threshold):
-        return float("nan")
-    res = prediction_bias(
-        correct, np.asarray(attribute, dtype=float), threshold=threshold, n_trials=n_trials,
-        random_state=seed, sample_size=heuristic_sample_size(attribute),
-    )  # fmt: skip
-    return float(res.bias)
-
-
-def _thresholds(correct, h_eval, names, n_trials, seed) -> dict[str, float]:
-    """Each heuristic's threshold from the plain model's search (paper 001 App. C)."""
-    from spurious.stats.bias_search import threshold_search
-
-    out = {}
-    for n in names:
-        res = threshold_search(
-            correct, h_eval[n].to_numpy(dtype=float), n_trials=n_trials, random_state=seed,
-            sample_size=heuristic_sample_size(h_eval[n]),
-        )  # fmt: skip
-        out[n] = float(res.threshold)
-    return out
-
-
-def _summarise(runs, y_eval, hard, h_eval, names, thresholds, n_trials, seed):
-    metrics: dict[str, float] = {}
-    table = []
-    # Wall times: the median over seeds, so one run slowed by a busy machine (or paused)
-    # does not set a method's cost.
-    base_time = np.median([r["train_s"] for r in runs["plain"]])
-    for m, rs in runs.items():
-        acc = np.array([r["correct"].mean() for r in rs])
-        hard_acc = np.array([r["correct"][hard].mean() if hard.any() else np.nan for r in rs])
-        easy_acc = np.array([r["correct"][~hard].mean() if (~hard).any() else np.nan for r in rs])
-        metrics[f"accuracy_{m}"] = float(acc.mean())
-        metrics[f"accuracy_{m}_sd"] = float(acc.std(ddof=1)) if len(acc) > 1 else 0.0
-        metrics[f"hard_accuracy_{m}"] = float(np.nanmean(hard_acc))
-        metrics[f"hard_accuracy_{m}_sd"] = float(hard_acc.std(ddof=1)) if len(acc) > 1 else 0.0
-        metrics[f"easy_accuracy_{m}"] = float(np.nanmean(easy_acc))
-        # Wall times go to the table (details), not the metrics: metrics are what a seed
-        # reproduces exactly.
-        t = float(np.median([r["train_s"] for r in rs]))
-        curve = np.mean([r["curve"] for r in rs], axis=0)
-        if len(curve):
-            metrics[f"epochs_to_best_{m}"] = float(np.argmax(curve >= 0.99 * curve.max()) + 1)
-        row = {
-            "method": m,
-            "accuracy": metrics[f"accuracy_{m}"],
-            "accuracy_sd": metrics[f"accuracy_{m}_sd"],
-            "hard_accuracy": metrics[f"hard_accuracy_{m}"],
-            "hard_accuracy_sd": metrics[f"hard_accuracy_{m}_sd"],
-            "train_s": t,
-            "cost_ratio": t / base_time if base_time else None,
-            "epochs_to_best": metrics.get(f"epochs_to_best_{m}"),
-        }
-        for h in names:
-            values = [
-                _bias_at(r["correct"], h_eval[h], thresholds.get(h), n_trials, seed) for r in rs
-            ]
-            finite = [v for v in values if np.isfinite(v)]  # NaN: no usable threshold for h
-            metrics[f"bias_{m}_{h}"] = float(np.mean(finite)) if finite else float("nan")
-            row[f"bias_{h}"] = metrics[f"bias_{m}_{h}"]
-        table.append(row)
-    for m in runs:
-        for h in names:
-            metrics[f"bias_change_{m}_{h}"] = metrics[f"bias_{m}_{h}"] - metrics[f"bias_plain_{h}"]
-    return metrics, table
+        scores[f"correct_{m}"] = correct[m]
+    scores["debiasing_score"] = scores["bias_p_gold"]
+    others = [correct[m] for m in methods[1:]]
+    helped = np.max(others, axis=0) > 0.5 if others else np.zeros(len(y_eval), bool)
+    scores["is_debiasing_issue"] = (correct["plain"] < 0.5) & helped
+    return scores

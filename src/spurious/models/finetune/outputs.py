@@ -1,0 +1,201 @@
+"""The output folder of a fine-tune: its layout, resuming into it, writing the model.
+
+::
+
+    output_dir/
+      model/              config.json (label names), model.safetensors, tokenizer files,
+                          spurious_finetune.json (view, max length, data fingerprints)
+      dynamics.parquet    one row per example and snapshot (recording.FINETUNE_FRAME_COLUMNS)
+      metrics.json        config, per-epoch history, final metrics (written last)
+      checkpoints/        one per epoch while training (removed after success unless
+                          keep_checkpoints); a rerun with resume=True continues from them
+
+:class:`FineTuneResult` is what :func:`~spurious.models.finetune.fine_tune` returns and
+what :meth:`FineTuneResult.load` reads back; :func:`prepare_output` checks the folder
+before any work (finished, interrupted, or another fine-tune's checkpoints) and
+:func:`write_model` swaps the trained model in atomically.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from spurious._version import __version__
+from spurious.exceptions import ParameterError
+from spurious.models.finetune.config import FineTuneConfig
+from spurious.models.finetune.debias import save_loss
+from spurious.models.finetune.inference import MODEL_META
+from spurious.models.finetune.recording import empty_frame, read_dynamics
+from spurious.models.runtime import quiet_transformers
+from spurious.utils.io import atomic_write_json, read_json, to_jsonable
+
+__all__ = [
+    "CHECKPOINT_DIR",
+    "DYNAMICS_FILE",
+    "METRICS_FILE",
+    "MODEL_DIR",
+    "RUN_FILE",
+    "FineTuneResult",
+]
+
+MODEL_DIR = "model"
+DYNAMICS_FILE = "dynamics.parquet"
+METRICS_FILE = "metrics.json"
+CHECKPOINT_DIR = "checkpoints"
+#: Written into checkpoints/ when a fine-tune starts: a resume must match it.
+RUN_FILE = "run.json"
+
+
+@dataclass
+class FineTuneResult:
+    """What :func:`fine_tune` produced.
+
+    Attributes
+    ----------
+    output_dir : Path
+    model_dir : Path
+        The trained model (``output_dir/model``): safetensors weights, config with the
+        label names, tokenizer.
+    dynamics : pandas.DataFrame
+        Columns ``id, split, epoch, p_gold, pred, correct, logits`` (see
+        :mod:`~spurious.models.finetune.recording`); empty without recording.
+    history : list of dict
+        Per epoch: ``epoch, train_loss, train_accuracy, train_mean_p_gold, eval_loss,
+        eval_accuracy, train_seconds, dynamics_seconds``.
+    metrics : dict
+        Final metrics (evaluation accuracy of the kept weights, best epoch, examples/s,
+        wall time ...).
+    config : FineTuneConfig
+    label_names : list of str
+    """
+
+    output_dir: Path
+    model_dir: Path
+    dynamics: pd.DataFrame
+    history: list[dict[str, Any]]
+    metrics: dict[str, Any]
+    config: FineTuneConfig
+    label_names: list[str] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, output_dir: str | os.PathLike[str]) -> FineTuneResult:
+        """Read a finished fine-tune's outputs.
+
+        Examples
+        --------
+        >>> FineTuneResult.load("runs/train")  # doctest: +SKIP
+        """
+        out = Path(output_dir)
+        meta_path = out / METRICS_FILE
+        if not meta_path.is_file():
+            raise ParameterError(
+                f"The 'output_dir' parameter must be the folder of a finished fine-tune; "
+                f"{str(out)!r} has no {METRICS_FILE}."
+            )
+        meta = read_json(meta_path)
+        dyn_path = out / DYNAMICS_FILE
+        return cls(
+            output_dir=out,
+            model_dir=out / MODEL_DIR,
+            dynamics=read_dynamics(dyn_path) if dyn_path.is_file() else empty_frame(),
+            history=meta.get("history", []),
+            metrics=meta.get("metrics", {}),
+            config=FineTuneConfig.from_dict(meta.get("config", {})),
+            label_names=list(meta.get("label_names", [])),
+        )
+
+    def training_dynamics(self) -> Any:
+        """The dynamics as :class:`spurious.models.dynamics.TrainingDynamics`."""
+        from spurious.models.dynamics import TrainingDynamics
+
+        return TrainingDynamics(
+            frame=self.dynamics,
+            label_names=list(self.label_names),
+            meta={"source": "finetune", "config": self.config.to_dict(), **self.metrics},
+        )
+
+
+def prepare_output(
+    out: Path, run_info: dict[str, Any], *, resume: bool, overwrite: bool
+) -> Path | None:
+    """Check ``out`` before any work; return the checkpoint to resume from, if any."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    ckpt_dir = out / CHECKPOINT_DIR
+    finished = (out / METRICS_FILE).is_file()
+    last = get_last_checkpoint(str(ckpt_dir)) if ckpt_dir.is_dir() else None
+    if overwrite:
+        for name in (MODEL_DIR, CHECKPOINT_DIR):
+            shutil.rmtree(out / name, ignore_errors=True)
+        for name in (DYNAMICS_FILE, METRICS_FILE):
+            (out / name).unlink(missing_ok=True)
+        return None
+    if finished:
+        raise ParameterError(
+            f"The 'output_dir' {str(out)!r} holds a finished fine-tune; pass overwrite=True "
+            "(--force) to replace it, or load it with FineTuneResult.load."
+        )
+    if last is not None and not resume:
+        raise ParameterError(
+            f"The 'output_dir' {str(out)!r} holds checkpoints of an interrupted fine-tune; "
+            "pass resume=True (--resume) to continue it or overwrite=True (--force) to "
+            "start over."
+        )
+    if last is not None:
+        previous = read_json(ckpt_dir / RUN_FILE) if (ckpt_dir / RUN_FILE).is_file() else None
+        if previous != to_jsonable(run_info):
+            raise ParameterError(
+                f"Cannot resume in {str(out)!r}: its checkpoints come from a different "
+                "fine-tune (data or config differ). Pass overwrite=True (--force) to start over."
+            )
+        return Path(last)
+    return None
+
+
+def write_model(
+    trainer: Any,
+    tokenizer: Any,
+    path: Path,
+    cfg: FineTuneConfig,
+    view: str,
+    run_info: dict,
+    loss_module: Any = None,
+) -> None:
+    """Save the kept weights (safetensors), config and tokenizer into ``path`` atomically:
+    written to a temporary sibling folder, then swapped in."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        with quiet_transformers():
+            trainer.model.save_pretrained(str(tmp), safe_serialization=True)
+        tokenizer.save_pretrained(str(tmp))
+        if loss_module is not None:  # LearnedMixin's gate (not part of the classifier)
+            save_loss(loss_module, tmp)
+        atomic_write_json(
+            tmp / MODEL_META,
+            {
+                "view": view,
+                "max_length": cfg.max_length,
+                "config": cfg.to_dict(),
+                "base_model": run_info["model"],
+                "data": run_info["data"],
+                "spurious": __version__,
+            },
+        )
+        old = None
+        if path.exists():
+            old = path.with_name(f".{path.name}.old-{os.getpid()}")
+            os.replace(path, old)
+        os.replace(tmp, path)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)

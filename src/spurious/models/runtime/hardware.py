@@ -1,0 +1,143 @@
+"""Where and in what precision a transformer runs: device, autocast precision, CPU bf16.
+
+:func:`resolve_device` and :func:`resolve_precision` turn the user's ``"auto"`` into a
+device and an autocast precision (the sentence encoder and fine-tuning inference read
+them; fine-tuning picks its training precision from the same pieces);
+:func:`inference_context` is the no-grad, autocast context a forward pass runs in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from spurious.exceptions import ParameterError
+from spurious.models.runtime.threads import import_torch
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "PRECISIONS",
+    "amp_context",
+    "cpu_supports_bf16",
+    "inference_context",
+    "resolve_device",
+    "resolve_precision",
+]
+
+#: Values of every ``precision`` parameter.
+PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16", "fp16")
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_supports_bf16() -> bool:
+    """Whether this CPU runs bf16 matmuls natively (AVX512-BF16, AMX or ARM BF16).
+
+    oneDNN also accepts plain AVX-512 CPUs, where bf16 is emulated and slower than fp32,
+    so the CPU flags are checked too.
+
+    Examples
+    --------
+    >>> isinstance(cpu_supports_bf16(), bool)
+    True
+    """
+    try:
+        import torch
+
+        if not torch.backends.mkldnn.is_available():
+            return False
+        if not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+            return False
+    except (ImportError, AttributeError, RuntimeError):
+        return False
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            flags: set[str] = set()
+            for line in fh:
+                key, _, value = line.partition(":")
+                if key.strip() in ("flags", "Features"):
+                    flags.update(value.split())
+    except OSError:
+        return False  # not Linux: no reliable way to tell native from emulated
+    return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
+
+
+def resolve_device(device: str) -> str:
+    """``"auto"`` -> ``"cuda"`` when available else ``"cpu"``; a CUDA device without CUDA
+    is an error naming the parameter.
+
+    Examples
+    --------
+    >>> resolve_device("cpu")
+    'cpu'
+    """
+    torch = import_torch("Transformer models", "encoder")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ParameterError(
+            f"The 'device' parameter is {device!r} but CUDA is not available; use 'cpu' or 'auto'."
+        )
+    return device
+
+
+def resolve_precision(precision: str, device: str) -> str:
+    """The autocast precision used on ``device`` for ``precision`` (``"auto"`` resolved:
+    fp16 on CUDA, bf16 on CPUs with native bf16, else fp32).
+
+    Examples
+    --------
+    >>> resolve_precision("fp32", "cpu")
+    'fp32'
+    """
+    torch = import_torch("Transformer models", "encoder")
+    if precision not in PRECISIONS:
+        raise ParameterError(
+            f"The 'precision' parameter must be one of {list(PRECISIONS)}. "
+            f"Got {precision!r} instead."
+        )
+    if device.startswith("cuda"):
+        # fp16 keeps 3 more mantissa bits than bf16 and small BERTs do not overflow it.
+        return "fp16" if precision == "auto" else precision
+    if device != "cpu":
+        return "fp32" if precision == "auto" else precision
+    if precision == "fp16":
+        raise ParameterError(
+            "The 'precision' parameter 'fp16' needs a CUDA device; on CPU use 'bf16' or "
+            "'fp32' (or 'auto')."
+        )
+    if precision in ("auto", "bf16"):
+        if cpu_supports_bf16():
+            return "bf16"
+        if precision == "bf16":
+            try:
+                emulated = bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+            except (AttributeError, RuntimeError):
+                emulated = False
+            if emulated:
+                return "bf16"  # emulated by oneDNN: slow, but the user asked for it
+            logger.warning("This CPU has no bf16 support; encoding in fp32 instead.")
+        return "fp32"
+    return "fp32"
+
+
+def amp_context(device: str, precision: str) -> Any:
+    """``torch.autocast`` for ``precision`` (``"bf16"``/``"fp16"``) or a null context."""
+    torch = import_torch("Transformer models", "encoder")
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(torch.device(device).type, dtype=dtype)
+
+
+@contextlib.contextmanager
+def inference_context(device: str, precision: str) -> Iterator[None]:
+    """``torch.inference_mode()`` and the autocast of ``precision``: the context of every
+    no-grad forward pass. Both modes are thread-local, so a worker thread enters it
+    itself, around its own batch."""
+    torch = import_torch("Transformer models", "encoder")
+    with torch.inference_mode(), amp_context(device, precision):
+        yield
