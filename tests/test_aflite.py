@@ -24,7 +24,7 @@ from spurious.detectors.aflite import (
     select_slice,
 )
 from spurious.detectors.aflite.baselines import one_shot_filter_baseline, random_subset_baseline
-from spurious.exceptions import DataFormatError, DetectorError, FeatureError, ParameterError
+from spurious.exceptions import AnalysisError, DataFormatError, FeatureError, ParameterError
 from spurious.models.partition import SklearnPartitionModel
 from spurious.results import DetectorResult
 
@@ -392,9 +392,9 @@ def test_random_state_none_records_its_entropy():
 @pytest.mark.parametrize(
     ("kw", "exc", "match"),
     [
-        ({"train_size": 30}, DetectorError, "no held-out examples"),
-        ({"train_size": 1}, DetectorError, "at least 2"),
-        ({"target_size": 4}, DetectorError, "larger than train_size"),
+        ({"train_size": 30}, AnalysisError, "no held-out examples"),
+        ({"train_size": 1}, AnalysisError, "at least 2"),
+        ({"target_size": 4}, AnalysisError, "larger than train_size"),
         ({"selection": "best"}, ParameterError, "'selection' parameter of AFLite"),
         ({"tau": 1.5}, ParameterError, "'tau' parameter of AFLite"),
         ({"n_partitions": 0}, ParameterError, "'n_partitions' parameter"),
@@ -607,9 +607,9 @@ def test_filter_errors(tmp_path):
     ds, _ = _nli_source(tmp_path)
     with pytest.raises(ParameterError, match="format"):
         write_filtered(ds, _flag_result(ds, np.zeros(12)), tmp_path / "kept.xlsx")
-    with pytest.raises(DetectorError, match="is_aflite_issue"):
+    with pytest.raises(AnalysisError, match="is_aflite_issue"):
         filter_dataset(ds, DetectorResult("aflite", pd.DataFrame({"id": ds.ids}), {}))
-    with pytest.raises(DetectorError, match="not in the 'aflite' result"):
+    with pytest.raises(AnalysisError, match="not in the 'aflite' result"):
         filter_dataset(ds, _flag_result(ds.subset([0, 1]), [False, False]))
     ds.frame.loc[3, "hypothesis"] = "a\ttab"  # written rows are re-read from the input
     with pytest.raises(DataFormatError, match="changed since it was loaded"):
@@ -618,7 +618,7 @@ def test_filter_errors(tmp_path):
     with pytest.raises(DataFormatError, match="tab or line break"):
         write_filtered(tabbed, _flag_result(tabbed, np.zeros(12)), tmp_path / "kept.tsv")
     failed = DetectorResult("aflite", pd.DataFrame({"id": []}), {}, status="failed", error="x")
-    with pytest.raises(DetectorError, match="failed"):
+    with pytest.raises(AnalysisError, match="failed"):
         filter_dataset(ds, failed)
 
 

@@ -13,7 +13,7 @@ from spurious.data import Dataset
 from spurious.data.synthetic import make_concentric_circles
 from spurious.detectors.aflite import AFLite
 from spurious.detectors.aflite.checkpoint import STATE_FILE
-from spurious.exceptions import DetectorError
+from spurious.exceptions import AnalysisError
 from spurious.models.partition import SklearnPartitionModel
 
 FAST_LOGISTIC = LogisticRegression(solver="liblinear")
@@ -102,10 +102,10 @@ def test_finished_checkpoint_is_returned_without_refitting(full, tmp_path):
 def test_mismatched_checkpoint_is_a_clear_error_or_restarts(full, tmp_path):
     ds, X, _ = full
     AFLite(**_kw(X, checkpoint_dir=tmp_path, max_rounds=1)).run(ds)
-    with pytest.raises(DetectorError, match=r"different run: params.*tau 0.75 -> 0.8"):
+    with pytest.raises(AnalysisError, match=r"different run: params.*tau 0.75 -> 0.8"):
         AFLite(**_kw(X, checkpoint_dir=tmp_path, tau=0.8)).run(ds)
     other, X2 = _data(seed=1)
-    with pytest.raises(DetectorError, match="dataset"):
+    with pytest.raises(AnalysisError, match="dataset"):
         AFLite(**_kw(X2, checkpoint_dir=tmp_path)).run(other)
     restarted = AFLite(**_kw(X, checkpoint_dir=tmp_path, tau=0.8, max_rounds=2,
                              checkpoint_mismatch="restart")).run(ds)  # fmt: skip
@@ -120,7 +120,7 @@ def test_corrupted_checkpoint_is_detected(full, tmp_path):
     raw = bytearray(arr.read_bytes())
     raw[-1] ^= 0xFF
     arr.write_bytes(bytes(raw))
-    with pytest.raises(DetectorError, match="checksum"):
+    with pytest.raises(AnalysisError, match="checksum"):
         AFLite(**_kw(X, checkpoint_dir=tmp_path)).run(ds)
 
 

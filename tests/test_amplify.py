@@ -350,12 +350,12 @@ def test_default_evaluator_is_not_the_fast_paths_marking_family():
     from spurious.actions.amplify import DEFAULT_EVALUATOR, EVALUATORS, marking_family
 
     for res in (
-        SimpleNamespace(detector="cartography", params={"features": "minilm"}),
-        SimpleNamespace(detector="minority", params={"features": "minilm"}),
+        SimpleNamespace(analysis="cartography", params={"features": "minilm"}),
+        SimpleNamespace(analysis="minority", params={"features": "minilm"}),
     ):
         assert marking_family(res) == "minilm-mlp"
         assert EVALUATORS[DEFAULT_EVALUATOR].family != marking_family(res)
-    assert marking_family(SimpleNamespace(detector="cartography", params={"path": "finetune"})) == (
+    assert marking_family(SimpleNamespace(analysis="cartography", params={"path": "finetune"})) == (
         "finetune"
     )
 
@@ -426,7 +426,7 @@ def test_evaluating_with_the_marking_family_is_noted_and_below_chance_flagged(nl
         "correct"
     ].to_numpy() for s in ("train", "eval")}  # fmt: skip
     amp = amplify(train, test, _marks_of(train, test, wrong["train"], wrong["eval"]))
-    amp.results = {"m": SimpleNamespace(detector="minority", params={"features": "bow"})}
+    amp.results = {"m": SimpleNamespace(analysis="minority", params={"features": "bow"})}
     out = evaluate_amplified(amp, evaluator="bow-mlp", seeds=(1,), context=ctx, reinsertion=False)
     e = out["definitions"]["m"]
     assert e["marking_family"] == "bow-mlp" and e["same_family"]

@@ -101,13 +101,15 @@ def test_in_memory_heuristics_train(splits):
         ({"predictions": ["nope.json"]}, r"inputs.predictions\[0\]: no such file 'nope.json'"),
         ({"attributes": "nope.csv"}, r"inputs.attributes: no such file or folder 'nope.csv'"),
         ({"annotations": "nope.jsonl"}, r"inputs.annotations: no such file or folder"),
-        ({"eval": "nope.jsonl"}, r"inputs.eval: no such file or folder 'nope.jsonl'"),
+        ({"eval": "nope.jsonl"}, r"'nope\.jsonl' does not exist"),
     ],
 )
 def test_a_missing_file_is_an_error_naming_it(splits, tmp_path, kwargs, message):
+    from spurious.exceptions import SpuriousError
+
     train, _ = splits
     out = tmp_path / "run"
-    with pytest.raises(ParameterError, match=message):
+    with pytest.raises(SpuriousError, match=message):
         run(train, analyses=ATLAS, progress=False, out=out, **kwargs)
     assert not out.exists()  # checked before anything is written
 

@@ -16,7 +16,7 @@ from spurious.detectors.associations import (
     text_properties,
 )
 from spurious.detectors.associations import mutual_information as _mutual_information
-from spurious.exceptions import DetectorError, ParameterError
+from spurious.exceptions import AnalysisError, ParameterError
 from spurious.report.sections import build_section
 
 from .conftest import shared_data
@@ -149,7 +149,7 @@ def test_same_seed_same_result_and_parameters_checked():
         Associations(heuristics=["no_such_heuristic"]).run(ds, progress=False)
     with pytest.raises(ParameterError, match="heuristics"):
         Associations(heuristics="all").run(ds, progress=False)
-    with pytest.raises(DetectorError, match="at least 20"):
+    with pytest.raises(AnalysisError, match="at least 20"):
         Associations().run(ds.subset(np.arange(10)), progress=False)
 
 

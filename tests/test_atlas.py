@@ -23,7 +23,7 @@ from spurious.detectors.atlas import (
     token_label_counts,
     wilson_interval,
 )
-from spurious.exceptions import DetectorError, ParameterError
+from spurious.exceptions import AnalysisError, ParameterError
 from spurious.heuristics.nli import word_label_pmi
 from spurious.report.sections import build_section
 
@@ -168,9 +168,9 @@ def test_full_token_table_is_saved_loaded_and_written_beside_the_report(tmp_path
 def test_bad_table_names_are_refused():
     from spurious.results import check_tables
 
-    with pytest.raises(DetectorError, match="table names must match"):
+    with pytest.raises(AnalysisError, match="table names must match"):
         check_tables({"Tokens.v2": pd.DataFrame()}, "atlas")
-    with pytest.raises(DetectorError, match=r"expected a pandas\.DataFrame"):
+    with pytest.raises(AnalysisError, match=r"expected a pandas\.DataFrame"):
         check_tables({"tokens": [1, 2]}, "atlas")
 
 
@@ -237,7 +237,7 @@ def test_empty_vocabulary_is_not_an_error():
     result = Atlas(min_count=1).run(ds, progress=False)
     assert result.metrics["n_flagged_tokens"] == 0 and result.headline["severity"] == "none"
     assert sp.issparse(count_tokens(["!"])[0])
-    with pytest.raises(DetectorError, match=r"at least 10 labelled examples.*got 4"):
+    with pytest.raises(AnalysisError, match=r"at least 10 labelled examples.*got 4"):
         Atlas().run(Dataset.from_frame(frame.head(4), "text"), progress=False)
 
 

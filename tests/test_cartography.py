@@ -19,7 +19,7 @@ from spurious.detectors.cartography import (
     default_partial_view,
     top_k_count,
 )
-from spurious.exceptions import DetectorError, ParameterError
+from spurious.exceptions import AnalysisError, ParameterError
 from spurious.models.dynamics import TrainingDynamics
 from spurious.report import build_section
 from spurious.results import DetectorResult
@@ -228,7 +228,7 @@ def test_too_few_examples_fail_clearly():
         ),
         "nli",
     )
-    with pytest.raises(DetectorError, match="at least 10 training examples to rank them; got 3"):
+    with pytest.raises(AnalysisError, match="at least 10 training examples to rank them; got 3"):
         Cartography(features="bow", epochs=2).run(tiny)
 
 

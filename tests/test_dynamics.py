@@ -13,7 +13,7 @@ from scipy import sparse
 from spurious.context import RunContext
 from spurious.data import Dataset
 from spurious.data.synthetic import make_nli_artifacts
-from spurious.exceptions import DataFormatError, DetectorError, ParameterError, ResultLoadError
+from spurious.exceptions import AnalysisError, DataFormatError, ParameterError, ResultLoadError
 from spurious.models.dynamics import (
     TrainingDynamics,
     cartography_stats,
@@ -78,9 +78,9 @@ def test_stats_split_and_missing_recording():
     assert cartography_stats(dyn, "eval")["id"].tolist() == ["z"]
     assert cartography_stats(dyn, "eval")["confidence"].iloc[0] == pytest.approx(0.6)
     gap = _frame({"a": [(1, 0.2, False), (2, 0.8, True)], "b": [(1, 0.3, False)]})
-    with pytest.raises(DetectorError, match="example 'b' has 1 record"):
+    with pytest.raises(AnalysisError, match="example 'b' has 1 record"):
         cartography_stats(TrainingDynamics(gap, ["y", "n"]))
-    with pytest.raises(DetectorError, match="no 'eval' split"):
+    with pytest.raises(AnalysisError, match="no 'eval' split"):
         cartography_stats(TrainingDynamics(gap, ["y", "n"]), "eval")
 
 
@@ -233,7 +233,7 @@ def test_cartography_files_errors(tmp_path):
 def test_export_needs_logits(small, tmp_path):
     _, _, dyn = small
     bare = TrainingDynamics(dyn.frame.drop(columns="logits"), dyn.label_names)
-    with pytest.raises(DetectorError, match="needs logits"):
+    with pytest.raises(AnalysisError, match="needs logits"):
         bare.to_cartography_jsonl(tmp_path)
 
 
@@ -342,7 +342,7 @@ def test_artifact_load_path(small, tmp_path):
     pd.testing.assert_frame_equal(loaded.frame, dyn.frame)
     # Dynamics that miss the run's evaluation split are refused with the reason.
     dyn.to_cartography_jsonl(tmp_path / "jsonl")
-    with pytest.raises(DetectorError, match="no 'eval' split"):
+    with pytest.raises(AnalysisError, match="no 'eval' split"):
         ctx.artifact("training_dynamics", path="load", source=str(tmp_path / "jsonl"))
     with pytest.raises(ParameterError, match="needs 'source'"):
         ctx.artifact("training_dynamics", path="load")
@@ -357,7 +357,7 @@ def test_finetune_path_names_the_missing_engine(small, monkeypatch):
     # None in sys.modules makes the import fail as if the engine were not installed.
     monkeypatch.setitem(sys.modules, "spurious.models.finetune", None)
     ctx = RunContext(train, test, progress=False)
-    with pytest.raises(DetectorError, match=r"fine-tuning engine \(spurious.models.finetune"):
+    with pytest.raises(AnalysisError, match=r"fine-tuning engine \(spurious.models.finetune"):
         ctx.artifact("training_dynamics", path="finetune", epochs=1)
 
 

@@ -18,7 +18,7 @@ from spurious.detectors.minority import (
     minority_labels,
     purity_null,
 )
-from spurious.exceptions import DetectorError, ParameterError
+from spurious.exceptions import AnalysisError, ParameterError
 from spurious.models.clustering import (
     MLPEmbedding,
     auto_n_pseudo_labels,
@@ -319,7 +319,7 @@ def test_function_errors_name_the_argument():
 def test_too_few_training_examples_is_a_clear_error(split):
     train, _ = split
     tiny = train.subset(np.arange(4))
-    with pytest.raises(DetectorError, match="n_clusters=10"):
+    with pytest.raises(AnalysisError, match="n_clusters=10"):
         MinorityExamples(features="bow").run(tiny)
 
 

@@ -10,7 +10,7 @@ from spurious.data import Dataset
 from spurious.data.synthetic import make_nli_artifacts
 from spurious.detectors import PartialInput
 from spurious.detectors.partial_input import leakage_metrics
-from spurious.exceptions import DetectorError, ParameterError
+from spurious.exceptions import AnalysisError, ParameterError
 
 Y = np.array([0, 0, 1, 1, 2, 2])
 FULL = np.array([0, 0, 1, 2, 2, 2])  # 5/6 correct
@@ -107,14 +107,14 @@ def test_errors():
     text = Dataset.from_frame(
         pd.DataFrame({"text": ["a", "b", "c", "d"], "label": ["x", "y", "x", "y"]}), "text"
     )
-    with pytest.raises(DetectorError, match="two or more text fields"):
+    with pytest.raises(AnalysisError, match="two or more text fields"):
         PartialInput().run(text)
     with pytest.raises(ParameterError, match="'n_folds' parameter of PartialInput"):
         PartialInput(n_folds=1).run(text)
     small = make_nli_artifacts(n=30, random_state=0).dataset
-    with pytest.raises(DetectorError, match="rarest has"):
+    with pytest.raises(AnalysisError, match="rarest has"):
         PartialInput(n_folds=20).run(small)
-    with pytest.raises(DetectorError, match="partial views only"):
+    with pytest.raises(AnalysisError, match="partial views only"):
         PartialInput(conditions=["full"]).run(small)
 
 
@@ -162,7 +162,7 @@ def test_leakage_metric_identities_on_random_predictions(seed):
 
 def test_fine_tuned_mode_parameters_are_checked_before_any_work(nli_split):
     train, test = nli_split
-    with pytest.raises(DetectorError, match="needs an evaluation split"):
+    with pytest.raises(AnalysisError, match="needs an evaluation split"):
         PartialInput(model="finetune").run(train)
     with pytest.raises(ParameterError, match="must not set 'view'"):
         PartialInput(model="finetune", finetune={"view": "full"}).run(train, test)

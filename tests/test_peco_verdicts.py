@@ -17,7 +17,7 @@ from spurious.detectors.peco.score import (
     peco_from_counts,
     reference_divergences,
 )
-from spurious.exceptions import DetectorError, ParameterError
+from spurious.exceptions import AnalysisError, ParameterError
 
 FAST = {
     "features": "bow",
@@ -93,7 +93,7 @@ def test_single_text_task_is_skipped_with_the_reason():
     why = Peco(**FAST).unmet(RunContext(ds, progress=False))
     assert len(why) == 1 and "elicited sentence of a pair" in why[0]
     assert "learnable" in why[0]
-    with pytest.raises(DetectorError, match="elicited sentence"):
+    with pytest.raises(AnalysisError, match="elicited sentence"):
         Peco(**FAST).run(ds, progress=False)
 
 

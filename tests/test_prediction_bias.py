@@ -220,7 +220,7 @@ def test_bias_table_shared_threshold(tmp_path):
     ds, preds, attributes = _toy_qa()
     res = bias_table(ds, preds, attributes, metric="em", **FAST)
     m = res.metrics
-    assert res.detector == "prediction_bias"
+    assert res.analysis == "prediction_bias"
     assert m["threshold_h"] == 6.0 and m["bias_biased_h"] > 0.4
     assert m["bias_fair_h"] < 0.05 and m["natural_bias_h"] == 0.0
     assert m["worse_group_biased_h"] == pytest.approx(0.3, abs=0.05)

@@ -12,7 +12,7 @@ from spurious.data import Dataset
 from spurious.data.synthetic import make_nli_artifacts
 from spurious.detectors.partial_input import PartialInput
 from spurious.detectors.pvi import PVI, null_probabilities, pointwise_v_information
-from spurious.exceptions import DetectorError, ParameterError
+from spurious.exceptions import AnalysisError, ParameterError
 from spurious.report import build_section
 from spurious.results import Result
 
@@ -188,7 +188,7 @@ def test_errors_name_the_parameter():
     with pytest.raises(ParameterError, match="model"):
         PVI(model="nope").validate_params()
     train, _ = _tiny()
-    with pytest.raises(DetectorError, match="n_folds=5"):
+    with pytest.raises(AnalysisError, match="n_folds=5"):
         PVI(features="bow").run(train, progress=False)
 
 
@@ -224,5 +224,5 @@ def test_fine_tuned_path_shares_the_partial_input_models(tmp_path_factory):
     assert len(built) == 2  # full and hypothesis_only, once each
     np.testing.assert_allclose(res.scores["pvi_full"], own.scores["pvi_full"], atol=1e-5)
     assert np.isfinite(res.scores["pvi_hypothesis_only"]).all()
-    with pytest.raises(DetectorError, match="evaluation split"):
+    with pytest.raises(AnalysisError, match="evaluation split"):
         PVI(**kw).run(train, progress=False)

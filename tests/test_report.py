@@ -119,7 +119,7 @@ def partial_input_result(n: int = 200) -> DetectorResult:
         "featurizer": {"name": "tfidf", "ngram_range": [1, 2], "max_features": 50000},
     }
     return DetectorResult(
-        detector="partial_input",
+        analysis="partial_input",
         scores=scores,
         metrics=metrics,
         params={"model": "logistic_regression", "n_bootstrap": 1000, "random_state": 13},
@@ -139,7 +139,7 @@ def generic_result() -> DetectorResult:
         }
     )
     return DetectorResult(
-        detector="token_pmi",
+        analysis="token_pmi",
         scores=scores,
         metrics=_with_ci("max_pmi", 2.5, 2.1, 2.9) | {"n_tokens": 12345},
         params={"min_count": 5, "note": XSS_IMG},
@@ -151,7 +151,7 @@ def generic_result() -> DetectorResult:
 
 def failed_result() -> DetectorResult:
     return DetectorResult(
-        detector="encoder_probe",
+        analysis="encoder_probe",
         scores=pd.DataFrame(),
         metrics={},
         params={"model": "minilm"},
@@ -301,7 +301,7 @@ def test_render_is_deterministic(tmp_path: Path) -> None:
 def test_partial_result_without_details_or_manifest(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     DetectorResult(
-        detector="partial_input",
+        analysis="partial_input",
         scores=pd.DataFrame({"id": [1, 2]}),
         metrics={
             "accuracy_full": 0.7,

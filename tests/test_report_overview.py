@@ -68,7 +68,7 @@ def write_run(run_dir: Path, manifest_extra: dict | None = None) -> Path:
         r.save(run_dir / name)
     manifest = {
         "command": "spurious audit data.jsonl --task nli",
-        "detectors": [*res, "cartography"],
+        "analyses": [*res, "cartography"],
         "statuses": {**{k: r.status for k, r in res.items()}, "cartography": "skipped"},
         "skipped": {"prediction_bias": "needs model predictions (--predictions)",
                     "cartography": "needs training dynamics"},

@@ -25,7 +25,7 @@ from spurious.analysis import (
     severity_of,
 )
 from spurious.data.synthetic import make_nli_artifacts
-from spurious.exceptions import DetectorError, ParameterError
+from spurious.exceptions import AnalysisError, ParameterError
 from spurious.testing import analysis_checks, check_analysis, parametrize_with_checks
 from spurious.utils.validation import Interval, StrOptions
 
@@ -76,7 +76,7 @@ class CueWord(Analysis):
 
     def check(self, ctx) -> None:
         if len(ctx.target) < 20:
-            raise DetectorError(f"CueWord needs at least 20 examples; got {len(ctx.target)}.")
+            raise AnalysisError(f"CueWord needs at least 20 examples; got {len(ctx.target)}.")
 
     def _run(self, ctx) -> AnalysisOutput:
         ds = ctx.target

@@ -36,17 +36,16 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import pandas as pd
 from sklearn.base import BaseEstimator
 
-from spurious.exceptions import DetectorError, ParameterError, as_missing_dependency
+from spurious.exceptions import AnalysisError, ParameterError, as_missing_dependency
 from spurious.provenance import Provenance
-from spurious.results import (
-    Details,
-    Evidence,
-    Headline,
-    Result,
-    Severity,
-    check_marks,
-    check_tables,
-)
+from spurious.results import Details, Result, check_marks, check_tables
+
+# The headline types, re-exported beside the contract that returns them (an analysis'
+# `headline` returns a Headline).
+from spurious.results import Evidence as Evidence
+from spurious.results import Headline as Headline
+from spurious.results import PartialHeadline as PartialHeadline
+from spurious.results import Severity as Severity
 from spurious.utils.io import to_jsonable
 from spurious.utils.registry import Registry
 from spurious.utils.validation import check_params
@@ -363,13 +362,13 @@ class Analysis(BaseEstimator):  # type: ignore[misc]  # scikit-learn has no type
             context.progress = progress
         unmet = self.unmet(context)
         if unmet:
-            raise DetectorError(f"Analysis {self.name!r} cannot run: {'; '.join(unmet)}.")
+            raise AnalysisError(f"Analysis {self.name!r} cannot run: {'; '.join(unmet)}.")
         self.check(context)
         start = time.perf_counter()
         out = self._run(context)
         elapsed = time.perf_counter() - start
         result = Result(
-            detector=self.name,
+            analysis=self.name,
             scores=out.scores,
             metrics={k: float(v) for k, v in out.metrics.items()},
             params=to_jsonable(self.params_for_json()),
@@ -494,11 +493,11 @@ class Analysis(BaseEstimator):  # type: ignore[misc]  # scikit-learn has no type
         )
 
     def _check_dataset(self, ds: object, what: str) -> Dataset:
-        """``ds`` itself when it is a :class:`Dataset`; a DetectorError otherwise."""
+        """``ds`` itself when it is a :class:`Dataset`; a AnalysisError otherwise."""
         from spurious.data.dataset import Dataset
 
         if not isinstance(ds, Dataset):
-            raise DetectorError(
+            raise AnalysisError(
                 f"{type(self).__name__}.run expects a spurious Dataset as {what!r}; got "
                 f"{type(ds).__name__}. Load data with spurious.load_dataset()."
             )

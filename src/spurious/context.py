@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from spurious.artifacts import BUILTIN, builtin_provider
-from spurious.exceptions import DetectorError, ParameterError
+from spurious.exceptions import AnalysisError, ParameterError
 from spurious.utils.hashing import stable_hash
 from spurious.utils.progress import default_progress
 from spurious.utils.registry import Registry
@@ -108,7 +108,7 @@ class RunContext:
 
         for what, ds in (("train", train), ("eval", eval)):
             if ds is not None and not isinstance(ds, Dataset):
-                raise DetectorError(
+                raise AnalysisError(
                     f"RunContext expects a spurious Dataset as {what!r}; got "
                     f"{type(ds).__name__}. Load data with spurious.load_dataset()."
                 )
@@ -145,7 +145,7 @@ class RunContext:
             return self.target
         if name == "eval":
             if self.eval is None:
-                raise DetectorError("This run has no evaluation split (pass --eval).")
+                raise AnalysisError("This run has no evaluation split (pass --eval).")
             return self.eval
         raise ParameterError(f"Unknown split {name!r}; expected 'train', 'eval' or 'target'.")
 
@@ -251,11 +251,11 @@ def _featurizer_key(featurizer: Any, spec: Any) -> str:
 
 def _check_compatible(train: Dataset, eval: Dataset) -> None:
     if eval.task.name != train.task.name:
-        raise DetectorError(
+        raise AnalysisError(
             f"'eval_dataset' has task {eval.task.name!r} but 'dataset' has {train.task.name!r}."
         )
     if train.task.has_labels and eval.label_names != train.label_names:
-        raise DetectorError(
+        raise AnalysisError(
             f"'eval_dataset' label names {list(eval.label_names)} differ from 'dataset' label "
             f"names {list(train.label_names)}; pass label_names= when loading so both use the "
             "same ids."

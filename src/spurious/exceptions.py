@@ -41,8 +41,13 @@ class ResultLoadError(SpuriousError, ValueError):
     """A saved result cannot be loaded (missing files, version or fingerprint mismatch)."""
 
 
-class DetectorError(SpuriousError, RuntimeError):
-    """A detector cannot run on the inputs it was given (for example a missing input)."""
+class AnalysisError(SpuriousError, RuntimeError):
+    """An analysis cannot run on the inputs it was given (for example a missing input)."""
+
+
+#: The name :class:`AnalysisError` had when every analysis was a detector (kept so code
+#: that catches it keeps working).
+DetectorError = AnalysisError
 
 
 class MissingDependencyError(SpuriousError, ImportError):

@@ -182,9 +182,9 @@ def load_inputs(
     return ctx
 
 
-#: Inputs that name files (a Hub dataset name is allowed for ``data`` only, with
-#: ``allow_network``).
-_FILE_INPUTS = ("data", "eval", "heuristics_train", "attributes", "annotations")
+#: Inputs that name files, checked before anything is read (the datasets' own loader
+#: says "does not exist" for data, eval and heuristics_train, and knows Hub names).
+_FILE_INPUTS = ("attributes", "annotations")
 
 
 def _check_files_exist(inputs: Mapping[str, Any], given: Mapping[str, Any]) -> None:
@@ -195,8 +195,6 @@ def _check_files_exist(inputs: Mapping[str, Any], given: Mapping[str, Any]) -> N
         value = inputs.get(key)
         if value is None or key in given or str(value).startswith("<in-memory"):
             continue
-        if key == "data" and inputs.get("allow_network"):
-            continue  # may be a Hub dataset name
         if not Path(os.fspath(value)).expanduser().exists():
             raise ParameterError(f"inputs.{key}: no such file or folder {str(value)!r}.")
     preds = inputs.get("predictions") or []

@@ -24,7 +24,7 @@ from typing import Any, Literal, TypedDict
 import pandas as pd
 
 from spurious._version import __version__
-from spurious.exceptions import DetectorError, ResultLoadError
+from spurious.exceptions import AnalysisError, ResultLoadError
 from spurious.provenance import Provenance
 from spurious.utils.io import atomic_write, atomic_write_json, read_json
 
@@ -144,17 +144,18 @@ class Result:
 
     Attributes
     ----------
-    detector : str
-        Registry name of the analysis (also available as :attr:`name`).
+    analysis : str
+        Registry name of the analysis (also available as :attr:`name`; :attr:`detector`
+        is its earlier name).
     scores : pandas.DataFrame
         One row per scored example; first column ``id``. Column meanings are listed in
-        the detector's ``score_columns``.
+        the analysis' ``score_columns``.
     metrics : dict of str to float
-        Flat dataset-level metrics; names are listed in the detector's ``metric_docs``.
+        Flat dataset-level metrics; names are listed in the analysis' ``metric_docs``.
         Confidence intervals are separate metrics named ``<metric>_ci_low`` /
         ``<metric>_ci_high``.
     params : dict
-        The detector's hyperparameters (JSON-serialisable).
+        The analysis' hyperparameters (JSON-serialisable).
     provenance : Provenance
     summary : str
         One line a person can read.
@@ -178,7 +179,7 @@ class Result:
         every tested token x label), saved as ``tables/<name>.parquet``.
     """
 
-    detector: str
+    analysis: str
     scores: pd.DataFrame
     metrics: dict[str, float]
     params: dict[str, Any] = field(default_factory=dict)
@@ -194,7 +195,12 @@ class Result:
     @property
     def name(self) -> str:
         """Registry name of the analysis that produced this result."""
-        return self.detector
+        return self.analysis
+
+    @property
+    def detector(self) -> str:
+        """The earlier name of :attr:`analysis` (read-only, kept for existing code)."""
+        return self.analysis
 
     @property
     def ok(self) -> bool:
@@ -204,7 +210,7 @@ class Result:
     def __repr__(self) -> str:
         shape = f"{len(self.scores)} scored rows, {len(self.metrics)} metrics"
         why = f", {self.error!r}" if self.error else ""
-        return f"<Result {self.detector!r} {self.status}{why}: {shape}; {self.summary[:120]!r}>"
+        return f"<Result {self.analysis!r} {self.status}{why}: {shape}; {self.summary[:120]!r}>"
 
     def _repr_html_(self) -> str:
         from html import escape
@@ -216,7 +222,7 @@ class Result:
         )
         verdict = self.headline.get("verdict", "")
         return (
-            f"<div><b>{escape(self.detector)}</b> ({escape(self.status)}) "
+            f"<div><b>{escape(self.analysis)}</b> ({escape(self.status)}) "
             f"{escape(self.summary)}<br><i>{escape(str(verdict))}</i>"
             f"<table>{rows}</table></div>"
         )
@@ -257,11 +263,11 @@ class Result:
         defs = self.definitions
         marks = self.marks
         if not defs or marks is None:  # no marks means no definitions
-            raise ValueError(f"The {self.detector!r} result marks no anti-biased examples.")
+            raise ValueError(f"The {self.analysis!r} result marks no anti-biased examples.")
         if definition is None:
             if len(defs) > 1:
                 raise ValueError(
-                    f"The {self.detector!r} result marks several definitions {defs}; pass "
+                    f"The {self.analysis!r} result marks several definitions {defs}; pass "
                     "'definition' to pick one."
                 )
             definition = defs[0]
@@ -283,13 +289,15 @@ class Result:
             atomic_write(directory / "marks.parquet", lambda p: marks.to_parquet(p, index=False))
         elif (directory / "marks.parquet").exists():
             (directory / "marks.parquet").unlink()  # a re-run without marks: drop stale ones
-        _save_tables(check_tables(self.tables, self.detector), directory / "tables")
+        _save_tables(check_tables(self.tables, self.analysis), directory / "tables")
         atomic_write_json(directory / "metrics.json", self.metrics)
         atomic_write_json(
             directory / "result.json",
             {
                 "format_version": RESULT_FORMAT_VERSION,
-                "detector": self.detector,
+                "analysis": self.analysis,
+                # The key's earlier name, still written: schema v1 requires it.
+                "detector": self.analysis,
                 "status": self.status,
                 "error": self.error,
                 "summary": self.summary,
@@ -310,18 +318,19 @@ class Result:
         Parameters
         ----------
         directory : path
-            The detector's folder inside a run directory.
+            The analysis' folder inside a run directory.
         expected_fingerprints : dict, optional
             ``{role: fingerprint}``; a mismatch raises :class:`ResultLoadError`.
         """
         directory = Path(directory)
         meta_path = directory / "result.json"
         if not meta_path.exists():
-            raise ResultLoadError(f"No result.json in {str(directory)!r}; not a detector result.")
+            raise ResultLoadError(f"No result.json in {str(directory)!r}; not an analysis result.")
         try:
             meta = read_json(meta_path)
             fmt = int(meta.get("format_version", 0))
-            meta["detector"]
+            # "detector": the key's earlier name (runs written before "analysis").
+            name = str(meta["analysis"] if "analysis" in meta else meta["detector"])
         except (ValueError, TypeError, KeyError, AttributeError) as e:
             raise ResultLoadError(f"{str(meta_path)!r} is not a valid result file: {e!r}") from None
         if fmt > RESULT_FORMAT_VERSION:
@@ -371,7 +380,7 @@ class Result:
             except (OSError, ValueError) as e:
                 raise ResultLoadError(f"Cannot read {str(path)!r}: {e}") from None
         return cls(
-            detector=meta["detector"],
+            analysis=name,
             scores=scores,
             metrics={k: (math.nan if v is None else v) for k, v in metrics.items()},
             params=meta.get("params", {}),
@@ -381,7 +390,7 @@ class Result:
             status=meta.get("status", "ok"),
             error=meta.get("error"),
             headline=headline,
-            marks=check_marks(marks, meta["detector"]) if marks is not None else None,
+            marks=check_marks(marks, name) if marks is not None else None,
             tables=tables,
         )
 
@@ -442,7 +451,7 @@ def check_tables(tables: dict[str, pd.DataFrame] | None, analysis: str) -> dict[
 
     Raises
     ------
-    DetectorError
+    AnalysisError
         A name that is not ``[a-z][a-z0-9_]*`` (at most 64 characters) or a value that is
         not a :class:`pandas.DataFrame`.
 
@@ -453,17 +462,17 @@ def check_tables(tables: dict[str, pd.DataFrame] | None, analysis: str) -> dict[
     >>> check_tables({"../x": pd.DataFrame()}, "atlas")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    spurious.exceptions.DetectorError: Analysis 'atlas' returned a table named '../x'; ...
+    spurious.exceptions.AnalysisError: Analysis 'atlas' returned a table named '../x'; ...
     """
     out: dict[str, pd.DataFrame] = {}
     for name, frame in (tables or {}).items():
         if not isinstance(name, str) or not TABLE_NAME.fullmatch(name):
-            raise DetectorError(
+            raise AnalysisError(
                 f"Analysis {analysis!r} returned a table named {name!r}; table names must "
                 "match [a-z][a-z0-9_]* (at most 64 characters): they become file names."
             )
         if not isinstance(frame, pd.DataFrame):
-            raise DetectorError(
+            raise AnalysisError(
                 f"Analysis {analysis!r} returned table {name!r} as {type(frame).__name__}; "
                 "expected a pandas.DataFrame."
             )

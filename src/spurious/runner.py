@@ -289,7 +289,7 @@ def _placeholder(
 ) -> Result:
     verb = "skipped" if status == "skipped" else "failed"
     return Result(
-        detector=analysis.name,
+        analysis=analysis.name,
         scores=pd.DataFrame({"id": pd.Series([], dtype=str)}),
         metrics={},
         params=to_jsonable(analysis.params_for_json()),
@@ -338,7 +338,7 @@ def write_manifest(
         "seed": seed,
         "versions": dependency_versions(),
         "datasets": datasets,
-        "detectors": list(results),
+        "analyses": list(results),
         "statuses": {k: r.status for k, r in results.items()},
         "skipped": {k: r.error for k, r in results.items() if r.status == "skipped"},
         "warnings": list(warnings),

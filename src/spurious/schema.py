@@ -108,10 +108,14 @@ def result_schema() -> dict[str, Any]:
         "$id": f"{SCHEMA_BASE}/v{RESULT_FORMAT_VERSION}/result.schema.json",
         "title": "spurious result.json (one analysis of a run)",
         "type": "object",
-        "required": ["format_version", "detector", "status", "headline", "provenance"],
+        "required": ["format_version", "analysis", "detector", "status", "headline", "provenance"],
         "properties": {
             "format_version": {"const": RESULT_FORMAT_VERSION},
-            "detector": {"type": "string"},
+            "analysis": {"type": "string", "description": "Registry name of the analysis."},
+            "detector": {
+                "type": "string",
+                "description": "The earlier name of 'analysis' (same value), kept for readers.",
+            },
             "status": {"enum": list(STATUSES)},
             "error": {"type": ["string", "null"]},
             "summary": {"type": "string"},

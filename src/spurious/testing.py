@@ -88,7 +88,7 @@ import pandas as pd
 from spurious.analysis import Analysis, Requirements
 from spurious.data.dataset import Dataset
 from spurious.data.predictions import PredictionSet, align_predictions
-from spurious.exceptions import DetectorError, ParameterError, ResultLoadError, SpuriousError
+from spurious.exceptions import AnalysisError, ParameterError, ResultLoadError, SpuriousError
 from spurious.results import Result
 from spurious.utils.validation import Interval, StrOptions, check_params
 
@@ -652,8 +652,9 @@ def _check_severity_rests_on_evidence(analysis: Analysis, inputs: Callable[[], _
             f"severity {head['severity']!r} rests on a null test alone: a test says that "
             f"there is an effect, not how large it is (at most 'low' without an interval): {head}"
         )
-    if evidence.get("interval") is not None:
-        lo, hi = evidence["interval"]
+    interval = evidence.get("interval")
+    if interval is not None:
+        lo, hi = interval
         assert lo <= hi, f"the interval [{lo}, {hi}] is reversed"
     if head.get("inconclusive"):
         assert "inconclusive" in head.get("verdict", ""), (
@@ -734,7 +735,7 @@ def _check_clear_error_on_missing_inputs(analysis: Analysis, inputs: Callable[[]
     a = _copy(analysis)
     try:
         a.run(train.frame)  # type: ignore[arg-type]
-    except DetectorError as e:
+    except AnalysisError as e:
         assert "expects a spurious Dataset" in str(e), f"unclear error for a data frame: {e}"
     else:
         raise AssertionError("run() accepted a pandas DataFrame instead of a Dataset")
@@ -748,7 +749,7 @@ def _check_clear_error_on_missing_inputs(analysis: Analysis, inputs: Callable[[]
         )
         try:
             a.run(unlabeled)
-        except DetectorError as e:
+        except AnalysisError as e:
             assert "needs class labels" in str(e), f"unclear error for unlabelled data: {e}"
         else:
             raise AssertionError("needs labels, but ran on unlabelled data")
@@ -803,12 +804,12 @@ def _check_failure_is_recorded(analysis: Analysis, inputs: Callable[[], _Inputs]
     except Exception as e:
         raise AssertionError(
             f"on two examples it crashed with {type(e).__name__}: {e}; refuse too little "
-            "data with a clear error (a DetectorError saying what is needed)"
+            "data with a clear error (a AnalysisError saying what is needed)"
         ) from e
     else:
         raise AssertionError(
             "it ran on two examples; a statistical analysis should refuse too little data "
-            "with a clear error (a DetectorError saying what is needed)"
+            "with a clear error (a AnalysisError saying what is needed)"
         )
     with TemporaryDirectory() as tmp:
         res = run_analyses([a], ctx, out=tmp)[name]

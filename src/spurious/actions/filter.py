@@ -51,7 +51,7 @@ from spurious.actions.file_writers import (
 from spurious.actions.hf_output import hf_from_frame, hf_like_input, save_hf
 from spurious.actions.input_rows import raw_rows, require_source, source_frame, typed_labels
 from spurious.data.dataset import Dataset
-from spurious.exceptions import DetectorError, ParameterError
+from spurious.exceptions import AnalysisError, ParameterError
 from spurious.results import DetectorResult
 from spurious.utils.io import atomic_write
 
@@ -78,10 +78,10 @@ _ARROW_FORMATS = ("parquet", "arrow", "hf_disk")
 
 
 def _flag_column(result: DetectorResult) -> str:
-    col = f"is_{result.detector}_issue"
+    col = f"is_{result.analysis}_issue"
     if col not in result.scores.columns:
-        raise DetectorError(
-            f"The {result.detector!r} result has no {col!r} column to filter on "
+        raise AnalysisError(
+            f"The {result.analysis!r} result has no {col!r} column to filter on "
             f"(columns: {list(result.scores.columns)[:10]})."
         )
     return col
@@ -93,8 +93,8 @@ def kept_mask(dataset: Dataset, result: DetectorResult) -> np.ndarray:
     Rows are matched by id; every row of ``dataset`` must be scored by ``result``.
     """
     if result.status != "ok":
-        raise DetectorError(
-            f"Cannot filter with a failed {result.detector!r} result: {result.error}"
+        raise AnalysisError(
+            f"Cannot filter with a failed {result.analysis!r} result: {result.error}"
         )
     col = _flag_column(result)
     fps = set((result.provenance.fingerprints or {}).values())
@@ -104,7 +104,7 @@ def kept_mask(dataset: Dataset, result: DetectorResult) -> np.ndarray:
             "matching rows by id",
             dataset.name,
             dataset.fingerprint,
-            result.detector,
+            result.analysis,
             sorted(fps),
         )
     flags = pd.Series(
@@ -113,9 +113,9 @@ def kept_mask(dataset: Dataset, result: DetectorResult) -> np.ndarray:
     ids = pd.Index(dataset.ids.astype(str))
     missing = ids.difference(flags.index)
     if len(missing):
-        raise DetectorError(
+        raise AnalysisError(
             f"{len(missing)} of {len(ids)} example id(s) of dataset {dataset.name!r} are not in "
-            f"the {result.detector!r} result, e.g. {list(missing[:5])}; filter the dataset the "
+            f"the {result.analysis!r} result, e.g. {list(missing[:5])}; filter the dataset the "
             "result was computed on (in evaluation-set mode: the evaluation split)."
         )
     return ~flags.reindex(ids).to_numpy(dtype=bool)
@@ -147,7 +147,7 @@ def filter_dataset(dataset: Dataset, result: DetectorResult) -> Dataset:
     20
     """
     keep = kept_mask(dataset, result)
-    return dataset.subset(np.flatnonzero(keep), f"{dataset.name}[{result.detector}]")
+    return dataset.subset(np.flatnonzero(keep), f"{dataset.name}[{result.analysis}]")
 
 
 def _infer_format(path: Path, fmt: str | None) -> str:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from spurious.exceptions import DetectorError, ParameterError
+from spurious.exceptions import AnalysisError, ParameterError
 from spurious.models.debias.bias import (
     fit_bias_model,
     heuristic_bias,
@@ -88,7 +88,7 @@ def partial_view(dataset: Dataset) -> str:
     """The default partial input of a two-field task: ``hypothesis_only`` for NLI."""
     fields = dataset.task.text_fields
     if len(fields) < 2:
-        raise DetectorError(
+        raise AnalysisError(
             "bias_model='partial_input' needs a task with two text fields (a partial "
             f"input); task {dataset.task.name!r} has {list(fields)}. Use 'shallow'."
         )

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from spurious.exceptions import DetectorError, ParameterError
+from spurious.exceptions import AnalysisError, ParameterError
 from spurious.models.dynamics.crossfit import crossfit_dynamics
 from spurious.models.dynamics.probe import FAST_OPTIONS, probe_dynamics
 from spurious.models.dynamics.record import PATHS, TrainingDynamics, load_dynamics
@@ -128,15 +128,12 @@ def training_dynamics(
     model = model or "mlp"
     epochs = 10 if epochs is None else epochs
     start = time.perf_counter()
-    # The ids are object arrays of str (Dataset.ids); models.dynamics reads them as any
-    # iterable but annotates them `Sequence[Any]`, which an ndarray is not: the ignores
-    # go (warn_unused_ignores says when) once it accepts `Sequence[Any] | np.ndarray`.
     if held_out_folds is not None:
         frame = crossfit_dynamics(
             X_train,
             ctx.train.labels,
             n_folds=held_out_folds,
-            ids=ctx.train.ids,  # type: ignore[arg-type]  # see above
+            ids=ctx.train.ids,
             model=model,
             epochs=epochs,
             n_classes=ctx.train.n_classes,
@@ -152,8 +149,8 @@ def training_dynamics(
             model=model,
             epochs=epochs,
             n_classes=ctx.train.n_classes,
-            train_ids=ctx.train.ids,  # type: ignore[arg-type]  # see above
-            eval_ids=None if ctx.eval is None else ctx.eval.ids,  # type: ignore[arg-type]
+            train_ids=ctx.train.ids,
+            eval_ids=None if ctx.eval is None else ctx.eval.ids,
             random_state=random_state,
             **options,
         )
@@ -201,7 +198,7 @@ def _finetune_dynamics(
             missing.startswith("spurious.models.finetune")
         ):
             raise  # a bug, not a missing optional dependency
-        raise DetectorError(
+        raise AnalysisError(
             "path='finetune' needs the fine-tuning engine (spurious.models.finetune), which "
             f"cannot be imported here (missing {missing!r}; pip install 'spurious[hf]'); use "
             "path='fast'."
@@ -209,7 +206,7 @@ def _finetune_dynamics(
     if isinstance(out, pd.DataFrame):
         out = TrainingDynamics(out, list(ctx.train.label_names), {"path": "finetune"})
     if not isinstance(out, TrainingDynamics):
-        raise DetectorError(
+        raise AnalysisError(
             "finetune_dynamics must return TrainingDynamics or its frame; got "
             f"{type(out).__name__}."
         )
@@ -226,19 +223,19 @@ def _check_covers(dyn: TrainingDynamics, ctx: RunContext) -> None:
             continue
         if split not in dyn.splits():
             if split == "eval":
-                raise DetectorError(
+                raise AnalysisError(
                     "The training dynamics hold no 'eval' split, but this run has an evaluation "
                     "split (for allenai/cartography files, put its files in an eval/ subfolder)."
                 )
             continue
         missing = set(map(str, ds.ids)) - set(dyn.ids(split))
         if missing:
-            raise DetectorError(
+            raise AnalysisError(
                 f"The training dynamics lack {len(missing)} example(s) of the {split!r} split "
                 f"(e.g. id {sorted(missing)[0]!r})."
             )
     if list(dyn.label_names) != list(ctx.train.label_names):
-        raise DetectorError(
+        raise AnalysisError(
             f"The training dynamics use labels {dyn.label_names}; the data has "
             f"{list(ctx.train.label_names)}."
         )

@@ -313,7 +313,7 @@ def check_debiasing(
 
 def check_bias_spec(bias: str | None, train: Any) -> None:
     """The parts of --bias that need the data: the partial view and the heuristic exist."""
-    from spurious.exceptions import DetectorError
+    from spurious.exceptions import AnalysisError
 
     kind, _, arg = (bias or "").partition(":")
     try:
@@ -329,7 +329,7 @@ def check_bias_spec(bias: str | None, train: Any) -> None:
             from spurious.artifacts.bias import partial_view
 
             partial_view(train)
-    except (ValueError, LookupError, DetectorError) as e:
+    except (ValueError, LookupError, AnalysisError) as e:
         raise click.BadParameter(str(e), param_hint="--bias") from None
 
 

@@ -33,8 +33,9 @@ from spurious.analysis import AnalysisOutput, Requirements, VerdictScale, regist
 from spurious.context import RunContext
 from spurious.detectors.base import Detector
 from spurious.detectors.partial_input import PartialInput
-from spurious.exceptions import DetectorError
+from spurious.exceptions import AnalysisError
 from spurious.execution import Executor
+from spurious.results import Headline
 from spurious.stats.bootstrap import bootstrap_interval
 from spurious.utils.validation import Interval, StrOptions
 
@@ -353,7 +354,7 @@ class PVI(Detector):
         if ctx.eval is None and self.model == "probe":
             smallest = int(counts[counts > 0].min())
             if smallest < self.n_folds:
-                raise DetectorError(
+                raise AnalysisError(
                     f"Cross-fitting with n_folds={self.n_folds} needs at least "
                     f"{self.n_folds} examples of every label; the rarest has {smallest}. "
                     "Pass an evaluation split or lower n_folds."
@@ -463,7 +464,7 @@ class PVI(Detector):
                 ]
         return out
 
-    def headline(self, result: Any) -> dict[str, Any]:
+    def headline(self, result: Any) -> Headline:
         """The leakiest partial input's V-information, judged by its interval's lower bound
         as a share of H(Y); one-field tasks: the full input's, not judged."""
         m, d = result.metrics, result.details

@@ -205,7 +205,7 @@ def _unloadable_entry(folder: Path, error: Exception) -> ReportEntry:
     if isinstance(meta, dict) and meta.get("status") not in (None, "ok"):
         # Failed analyses may not have written scores; show their own error, not ours.
         stub = Result(
-            detector=str(meta.get("detector") or folder.name),
+            analysis=str(meta.get("analysis") or meta.get("detector") or folder.name),
             scores=pd.DataFrame(),
             metrics={},
             params=meta.get("params") if isinstance(meta.get("params"), dict) else {},
@@ -219,7 +219,8 @@ def _unloadable_entry(folder: Path, error: Exception) -> ReportEntry:
         )
         section = dataclasses.replace(section, html_body=section.html_body + note)
         return ReportEntry(folder.name, section, result=stub)
-    name = meta.get("detector") if isinstance(meta, dict) and meta.get("detector") else folder.name
+    name = (meta.get("analysis") or meta.get("detector")) if isinstance(meta, dict) else None
+    name = name or folder.name
     section = error_section(str(name), str(error))
     body = callout(title="This result could not be loaded.", kind="error", pre=str(error))
     section = dataclasses.replace(section, html_body=body, summary=f"not loaded: {error}")
@@ -395,7 +396,7 @@ def build_report_html(run_dir: str | Path) -> str:
         raise FileNotFoundError(f"Run directory {str(run_dir)!r} does not exist.")
     warnings: list[str] = []
     manifest = _load_manifest(run_dir, warnings)
-    listed = manifest.get("detectors")
+    listed = manifest.get("analyses", manifest.get("detectors"))  # earlier name
     order = [str(d) for d in listed] if isinstance(listed, list) else []
     expected = _manifest_fingerprints(manifest)
     entries = [_load_entry(folder, expected) for folder in _result_folders(run_dir, order)]

@@ -262,7 +262,7 @@ def build_overview(
 
     Examples
     --------
-    >>> o = build_overview([], {"detectors": ["aflite"], "skipped": {"aflite": "no eval"}})
+    >>> o = build_overview([], {"analyses": ["aflite"], "skipped": {"aflite": "no eval"}})
     >>> o.skipped
     [NotRun(name='aflite', anchor='', status='skipped', reason='no eval')]
     """
@@ -287,7 +287,8 @@ def build_overview(
     statuses = statuses if isinstance(statuses, Mapping) else {}
     reasons = manifest.get("skipped")
     reasons = reasons if isinstance(reasons, Mapping) else {}
-    listed = manifest.get("detectors")
+    # "detectors": the key's earlier name, in runs written before "analyses".
+    listed = manifest.get("analyses", manifest.get("detectors"))
     names = [str(n) for n in listed] if isinstance(listed, list) else []
     names += [str(n) for n in [*statuses, *reasons] if str(n) not in names]
     for name in names:

@@ -91,13 +91,13 @@ def marking_family(result: Any, definition: str | None = None) -> str:
     Examples
     --------
     >>> from types import SimpleNamespace
-    >>> marking_family(SimpleNamespace(detector="cartography", params={"features": "minilm"}))
+    >>> marking_family(SimpleNamespace(analysis="cartography", params={"features": "minilm"}))
     'minilm-mlp'
-    >>> marking_family(SimpleNamespace(detector="minority",
+    >>> marking_family(SimpleNamespace(analysis="minority",
     ...                                params={"features": "bow", "task_epochs": 0}))
     'bow'
     """
-    name = getattr(result, "detector", None)
+    name = getattr(result, "analysis", None)
     params = getattr(result, "params", None) or {}
     features = str(params.get("features", "minilm"))
     if name == "cartography":

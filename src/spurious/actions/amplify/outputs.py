@@ -49,7 +49,8 @@ def _report_manifest(
             "versions": prov["versions"],
         }
     )
-    manifest.pop("detectors", None)
+    manifest.pop("analyses", None)
+    manifest.pop("detectors", None)  # the earlier name, in older runs
     manifest.pop("statuses", None)
     return manifest
 

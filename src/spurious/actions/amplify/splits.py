@@ -306,7 +306,7 @@ class AmplifiedSplits:
             )
         )
         return Result(
-            detector="amplify",
+            analysis="amplify",
             scores=pd.concat(frames, ignore_index=True),
             metrics=metrics,
             params=self.params,
@@ -321,10 +321,19 @@ class AmplifiedSplits:
             },
             headline={
                 "label": "bias-amplified splits",
-                "value": n_b / max(len(self.train), 1),
+                "value": float(n_b / max(len(self.train), 1)),
                 "text": text,
                 "verdict": "biased training / anti-biased test splits written",
                 "severity": "info",
+                # Not a finding: a description of what was written (the schema's shape).
+                "inconclusive": False,
+                "evidence": {
+                    "basis": "point",
+                    "interval": None,
+                    "p_value": None,
+                    "null": None,
+                    "measured": "share of the training rows in the biased training split",
+                },
             },
         )
 

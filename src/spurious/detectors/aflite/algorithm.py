@@ -90,7 +90,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from spurious.exceptions import DetectorError, ParameterError
+from spurious.exceptions import AnalysisError, ParameterError
 from spurious.execution import Executor
 from spurious.models.partition import PartitionModel, SklearnPartitionModel
 from spurious.utils.validation import Interval, RealNotInt
@@ -197,7 +197,7 @@ def sample_partitions(
     codes = np.asarray(codes, dtype=np.int64)
     n = len(codes)
     if not 1 <= t < n:
-        raise DetectorError(f"Each partition needs 1 <= t < |S|; got t={t} with |S|={n}.")
+        raise AnalysisError(f"Each partition needs 1 <= t < |S|; got t={t} with |S|={n}.")
     n_groups = int(codes.max()) + 1 if n else 0
     sizes = np.bincount(codes, minlength=n_groups)
     by_group = np.argsort(codes, kind="stable")  # rows of group g: by_group[starts[g]:...]
@@ -334,7 +334,7 @@ def _score_chunk(item: dict[str, Any], shared: dict[str, Any]) -> tuple[np.ndarr
     pred = np.asarray(model.fit_predict(X, y, train_idx, shared["n_classes"], **extra))
     n = X.shape[0]
     if pred.shape != (len(train_idx), n):
-        raise DetectorError(
+        raise AnalysisError(
             f"The model family returned predictions of shape {pred.shape}; expected "
             f"{(len(train_idx), n)} (partitions, rows)."
         )

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from spurious.exceptions import DetectorError
+from spurious.exceptions import AnalysisError
 from spurious.utils.hashing import array_digest
 from spurious.utils.io import atomic_write, atomic_write_json, read_json, to_jsonable
 
@@ -175,12 +175,12 @@ def _read_meta(path: Path) -> dict[str, Any]:
         fmt = int(meta["format"])
         meta["identity"], meta["files"], meta["rounds_done"]
     except (ValueError, TypeError, KeyError, OSError) as e:
-        raise DetectorError(
+        raise AnalysisError(
             f"The AFLite checkpoint {str(path)!r} is unreadable ({e!r}); delete the folder or "
             "pass checkpoint_mismatch='restart' to start over."
         ) from None
     if fmt != CHECKPOINT_FORMAT:
-        raise DetectorError(
+        raise AnalysisError(
             f"The AFLite checkpoint {str(path)!r} has format {fmt}; this version reads format "
             f"{CHECKPOINT_FORMAT}. Delete the folder or pass checkpoint_mismatch='restart'."
         )
@@ -199,12 +199,12 @@ def load_checkpoint(directory: str | Path) -> FilterState:
         try:
             arr = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as e:
-            raise DetectorError(
+            raise AnalysisError(
                 f"AFLite checkpoint array {str(path)!r} cannot be read ({e}); delete the folder "
                 "or pass checkpoint_mismatch='restart'."
             ) from None
         if _checksum(arr) != entry["blake2b"]:
-            raise DetectorError(
+            raise AnalysisError(
                 f"AFLite checkpoint array {str(path)!r} does not match its checksum (corrupted); "
                 "delete the folder or pass checkpoint_mismatch='restart'."
             )

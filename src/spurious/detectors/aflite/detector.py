@@ -48,6 +48,7 @@ from spurious.detectors.base import Detector
 from spurious.exceptions import FeatureError, ParameterError
 from spurious.execution import Executor, make_executor
 from spurious.features import PrecomputedFeaturizer, make_featurizer
+from spurious.results import Headline
 from spurious.utils.validation import Interval, StrOptions
 from spurious.views import get_view
 
@@ -345,7 +346,7 @@ class AFLite(Detector):
         """The training split in ``"train"`` mode, the evaluation split in ``"eval"`` mode."""
         return context.split("eval" if self.mode == "eval" else "train")
 
-    def headline(self, result: Any) -> dict[str, Any]:
+    def headline(self, result: Any) -> Headline:
         """Predictability, judged as a shortcut only against a baseline that should not
         suffice (a partial input or a weaker representation) and shuffled labels."""
         return aflite_headline(self, result)

@@ -18,7 +18,7 @@ import scipy.sparse as sp
 from spurious.context import RunContext
 from spurious.data.dataset import Dataset
 from spurious.detectors.aflite.algorithm import resolve_size
-from spurious.exceptions import DetectorError, ParameterError
+from spurious.exceptions import AnalysisError, ParameterError
 from spurious.features import check_features, make_featurizer
 from spurious.views import get_view
 
@@ -42,20 +42,20 @@ def resolve_sizes(
     k = 1 if selection == "greedy_one" else resolve_size(slice_size, n0, "slice")
     n = resolve_size(target_size, n0, "target_size")
     if t < max(n_classes, 2):
-        raise DetectorError(
+        raise AnalysisError(
             f"train_size resolves to t={t} training examples per classifier for a dataset "
             f"of {n0}; at least {max(n_classes, 2)} (one per class) are needed. Pass a "
             "larger train_size (an int is an absolute count)."
         )
     if n0 - t < 1:
-        raise DetectorError(
+        raise AnalysisError(
             f"train_size t={t} leaves no held-out examples in a dataset of {n0} "
             f"(|S| - t = {n0 - t}); AFLite needs t < |D|."
         )
     if n is None:
         n = t
     elif n <= t:
-        raise DetectorError(
+        raise AnalysisError(
             f"target_size n={n} must be larger than train_size t={t} (Algorithm 1 needs "
             "t < n: every classifier must hold out at least one example)."
         )

@@ -43,7 +43,7 @@ from spurious.detectors.aflite.checkpoint import (
     save_checkpoint,
 )
 from spurious.detectors.aflite.outputs import jsonable_config
-from spurious.exceptions import DetectorError
+from spurious.exceptions import AnalysisError
 from spurious.execution import Executor
 from spurious.models.partition import PartitionModel
 from spurious.utils.io import to_jsonable
@@ -110,7 +110,7 @@ def initial_state(
             )
             clear_checkpoint(directory)
             return fresh
-        raise DetectorError(
+        raise AnalysisError(
             f"The AFLite checkpoint in {str(directory)!r} belongs to a different run: "
             f"{', '.join(diff)} differ ({_describe_diff(stored, current, diff)}). Use another "
             "checkpoint_dir, or pass checkpoint_mismatch='restart' to discard it."

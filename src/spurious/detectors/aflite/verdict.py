@@ -30,6 +30,7 @@ from spurious.detectors.aflite.prepare import is_array_features
 from spurious.exceptions import ParameterError
 from spurious.execution import Executor
 from spurious.features import PrecomputedFeaturizer
+from spurious.results import Headline
 from spurious.views import get_view, standard_views
 
 if TYPE_CHECKING:  # the analysis calls this module; no import at run time
@@ -169,7 +170,7 @@ def add_evidence(out: AnalysisOutput, evidence: dict[str, Any] | None) -> None:
     out.details["predictability"] = evidence
 
 
-def aflite_headline(af: AFLite, result: Any) -> dict[str, Any]:
+def aflite_headline(af: AFLite, result: Any) -> Headline:
     """Predictability, judged as a shortcut only against a baseline that should not
     suffice (a partial input or a weaker representation) and shuffled labels."""
     m, d = result.metrics, result.details

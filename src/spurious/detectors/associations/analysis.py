@@ -34,7 +34,8 @@ from spurious.detectors.associations.properties import (
 )
 from spurious.detectors.atlas.stats import adjust_p
 from spurious.detectors.base import Detector
-from spurious.exceptions import DetectorError
+from spurious.exceptions import AnalysisError
+from spurious.results import Headline
 from spurious.utils.validation import Interval, StrOptions
 
 logger = logging.getLogger(__name__)
@@ -170,7 +171,7 @@ class Associations(Detector):
         if not ds.task.has_labels:
             return self._run_qa(ctx)
         if len(ds) < MIN_EXAMPLES:
-            raise DetectorError(
+            raise AnalysisError(
                 f"Associations needs at least {MIN_EXAMPLES} labelled examples for "
                 f"{self.n_folds}-fold accuracies; got {len(ds)}."
             )
@@ -195,7 +196,7 @@ class Associations(Detector):
                 else:
                     duplicates[col] = f"same values as {same}"
         if not features:
-            raise DetectorError(
+            raise AnalysisError(
                 f"Associations has nothing to test on task {ds.task.name!r}: no heuristic "
                 "applies and properties=False."
             )
@@ -207,7 +208,7 @@ class Associations(Detector):
 
         ds = ctx.target
         if len(ds) < MIN_EXAMPLES // 2:
-            raise DetectorError(
+            raise AnalysisError(
                 f"Associations needs at least {MIN_EXAMPLES // 2} questions; got {len(ds)}."
             )
         names = self._heuristic_names(ds)
@@ -236,7 +237,7 @@ class Associations(Detector):
                 np.concatenate([relative_position(ds), relative_position(null_ds)]),
             )
         if not features:
-            raise DetectorError(
+            raise AnalysisError(
                 "Associations has nothing to test on QA: no answer-dependent heuristic "
                 f"among {names} and properties=False."
             )
@@ -348,7 +349,7 @@ class Associations(Detector):
         """Stratified (grouped) fold of every row, seeded by one draw of ``rng``."""
         n_splits = int(min(self.n_folds, counts[counts > 0].min()))
         if n_splits < 2:
-            raise DetectorError(
+            raise AnalysisError(
                 "Associations needs at least 2 examples of every label present for its "
                 f"folds; the rarest label has {counts[counts > 0].min()}."
             )
@@ -409,7 +410,7 @@ class Associations(Detector):
             row["high_points_to"], row["high_lift"] = points_to(value_bins[-1])
         return row
 
-    def headline(self, result) -> dict[str, Any]:
+    def headline(self, result) -> Headline:
         m = result.metrics
         best = (result.details or {}).get("best")
         n_sig = int(m.get("n_significant", 0))

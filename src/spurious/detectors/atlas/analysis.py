@@ -44,7 +44,8 @@ from spurious.detectors.atlas.fields import (
 )
 from spurious.detectors.atlas.stats import count_tokens, wilson_interval
 from spurious.detectors.base import Detector
-from spurious.exceptions import DetectorError, ParameterError
+from spurious.exceptions import AnalysisError, ParameterError
+from spurious.results import Headline
 from spurious.utils.validation import Interval, StrOptions
 
 #: Fewest examples the atlas runs on (below it no token can pass a corrected z test).
@@ -216,7 +217,7 @@ class Atlas(Detector):
     def _run(self, ctx: RunContext) -> AnalysisOutput:
         ds = ctx.target
         if len(ds) < MIN_EXAMPLES:
-            raise DetectorError(
+            raise AnalysisError(
                 f"The atlas needs at least {MIN_EXAMPLES} labelled examples for its z tests "
                 f"(a normal approximation); got {len(ds)}."
             )
@@ -354,7 +355,7 @@ class Atlas(Detector):
             f"{field}_share_gold_cue": float((cue > 0).mean()) if n else 0.0,
         }
 
-    def headline(self, result) -> dict[str, Any]:
+    def headline(self, result) -> Headline:
         m = result.metrics
         share = m.get("share_flagged", float("nan"))
         scale = dataclasses.replace(self.verdict_scale, alpha=self.alpha)

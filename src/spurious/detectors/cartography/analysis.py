@@ -44,8 +44,9 @@ from spurious.detectors.cartography.verdict import (
     cartography_summary,
     map_notes,
 )
-from spurious.exceptions import DetectorError, ParameterError
+from spurious.exceptions import AnalysisError, ParameterError
 from spurious.models.dynamics import FAST_OPTIONS, PATHS, TrainingDynamics, cartography_stats
+from spurious.results import Headline
 from spurious.utils.validation import Interval, StrOptions
 from spurious.views import get_view
 
@@ -329,7 +330,7 @@ class Cartography(Detector):
                     f"exceeds the number of training examples ({len(context.train)})."
                 )
         if self.path == "finetune" and importlib.util.find_spec("spurious.models.finetune") is None:
-            raise DetectorError(
+            raise AnalysisError(
                 "Cartography with path='finetune' needs the fine-tuning engine "
                 "(spurious.models.finetune, issue 8 parts 1-2), which this installation does "
                 "not have; use path='fast'."
@@ -437,7 +438,7 @@ class Cartography(Detector):
         scored = self.scored_dataset(ctx)
         split = "eval" if ctx.eval is not None else "train"
         if len(ctx.train) < MIN_TRAIN_EXAMPLES:
-            raise DetectorError(
+            raise AnalysisError(
                 f"Cartography needs at least {MIN_TRAIN_EXAMPLES} training examples to rank "
                 f"them; got {len(ctx.train)}."
             )
@@ -557,7 +558,7 @@ class Cartography(Detector):
         details["region_crosstab"] = region_crosstab(table, partial_table)
         return partial_table
 
-    def headline(self, result: Any) -> dict[str, Any]:
+    def headline(self, result: Any) -> Headline:
         """Agreement of the full and partial-input maps beyond permuted labels (see
         :func:`~spurious.detectors.cartography.verdict.cartography_headline`)."""
         return cartography_headline(self, result)

@@ -16,7 +16,7 @@ import pandas as pd
 
 from spurious.data.dataset import Dataset
 from spurious.detectors.cartography.regions import REGIONS, anti_biased_mask, assign_regions
-from spurious.exceptions import DetectorError
+from spurious.exceptions import AnalysisError
 from spurious.models.dynamics import TrainingDynamics, cartography_stats
 
 #: Columns computed per view; the partial view's carry the ``partial_`` prefix.
@@ -46,7 +46,7 @@ def map_view(
     ids = [str(i) for i in dataset.ids]
     missing = [i for i in ids if i not in stats.index]
     if missing:
-        raise DetectorError(
+        raise AnalysisError(
             f"The training dynamics of the {split!r} split lack {len(missing)} example(s), "
             f"e.g. id {missing[0]!r}."
         )

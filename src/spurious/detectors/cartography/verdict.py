@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from spurious.context import RunContext
 from spurious.detectors.cartography.regions import REGIONS
+from spurious.results import Headline
 
 if TYPE_CHECKING:  # the analysis calls this module; no import at run time
     from spurious.detectors.cartography.analysis import Cartography
@@ -73,7 +74,7 @@ def cartography_summary(
     return summary
 
 
-def cartography_headline(analysis: Cartography, result: Any) -> dict[str, Any]:
+def cartography_headline(analysis: Cartography, result: Any) -> Headline:
     """Agreement of the full and partial-input maps beyond permuted labels.
 
     The effect is ``spearman_excess`` (Spearman of the two maps' confidence minus the

@@ -36,8 +36,9 @@ from spurious.detectors.minority.labels import (
     homogeneity_stats,
     purity_null,
 )
-from spurious.exceptions import DetectorError, ParameterError
+from spurious.exceptions import AnalysisError, ParameterError
 from spurious.models.clustering import DEFAULT_EXACT_MAX_SAMPLES, DEFAULT_N_PRECLUSTERS, ROUTES
+from spurious.results import Headline
 from spurious.utils.validation import Interval, StrOptions
 from spurious.views import get_view
 
@@ -321,7 +322,7 @@ class MinorityExamples(Detector):
     def _run(self, ctx: RunContext) -> AnalysisOutput:
         train, evald = ctx.train, ctx.eval
         if len(train) < self.n_clusters:
-            raise DetectorError(
+            raise AnalysisError(
                 f"Minority clustering into n_clusters={self.n_clusters} needs at least that "
                 f"many training examples; got {len(train)}."
             )
@@ -512,7 +513,7 @@ class MinorityExamples(Detector):
             )
         return notes
 
-    def headline(self, result: Any) -> dict[str, Any]:
+    def headline(self, result: Any) -> Headline:
         """Share of minority (anti-biased) examples; purity against its permutation null.
 
         The severity stays ``"info"``: the minority share is induced by the clustering

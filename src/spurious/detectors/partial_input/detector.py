@@ -40,10 +40,11 @@ from spurious.detectors.partial_input.outputs import (
     per_class_accuracy,
     top_examples,
 )
-from spurious.exceptions import DetectorError, ParameterError
+from spurious.exceptions import AnalysisError, ParameterError
 from spurious.execution import Executor, make_executor
 from spurious.features import LexicalFeaturizer, make_featurizer
 from spurious.models.sklearn_adapter import make_probe
+from spurious.results import Headline
 from spurious.utils.validation import Interval, StrOptions
 from spurious.views import View, get_view, standard_views
 
@@ -296,7 +297,7 @@ class PartialInput(Detector):
         """Conditions name partial views of the task; ``group_by`` names a column."""
         self._views(context.train)
         if self.model == "finetune" and context.eval is None:
-            raise DetectorError(
+            raise AnalysisError(
                 "partial_input with model='finetune' needs an evaluation split (--eval): "
                 "it fine-tunes one model per condition on the data and scores the "
                 "evaluation split (cross-fitting would fine-tune one per fold and "
@@ -312,7 +313,7 @@ class PartialInput(Detector):
         else:
             partial = [get_view(dataset.task, c) for c in self.conditions]
             if any(not v.is_partial for v in partial):
-                raise DetectorError(
+                raise AnalysisError(
                     "The 'conditions' parameter lists partial views only; 'full' is always run."
                 )
         return [full, *partial]
@@ -434,7 +435,7 @@ class PartialInput(Detector):
         if eval_dataset is None:
             smallest = int(counts[counts > 0].min())
             if smallest < self.n_folds:
-                raise DetectorError(
+                raise AnalysisError(
                     f"Cross-fitting with n_folds={self.n_folds} needs at least {self.n_folds} "
                     f"examples of every label; the rarest has {smallest}. Pass an evaluation "
                     "split or lower n_folds."
@@ -511,7 +512,7 @@ class PartialInput(Detector):
             },
         )
 
-    def headline(self, result: Any) -> dict[str, Any]:
+    def headline(self, result: Any) -> Headline:
         """Leakiest partial input against the majority guess, judged by Delta_maj and its CI."""
         m = result.metrics
         worst = result.details.get("leakiest_condition")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from spurious.exceptions import DetectorError
+from spurious.exceptions import AnalysisError
 from spurious.stats.bootstrap import bootstrap_of_means, safe_ratio
 
 __all__ = ["leakage_metrics"]
@@ -75,7 +75,7 @@ def leakage_metrics(
     """
     y = np.asarray(y)
     if "full" not in preds:
-        raise DetectorError("leakage_metrics needs the full-input predictions under 'full'.")
+        raise AnalysisError("leakage_metrics needs the full-input predictions under 'full'.")
     boot = dict(n_resamples=n_resamples, confidence=confidence, random_state=random_state)
     c_full = (np.asarray(preds["full"]) == y).astype(float)
     maj_correct = (y == majority).astype(float)

@@ -66,6 +66,7 @@ from spurious.detectors.peco.score import (
     sweep,
 )
 from spurious.exceptions import ParameterError
+from spurious.results import Headline
 from spurious.utils.validation import Interval, StrOptions
 from spurious.views import get_view
 
@@ -495,7 +496,7 @@ class Peco(Detector):
             f"{metrics['n_biased_clusters_null']:.1f}) hold {in_region.mean():.0%} of the examples"
         )
 
-    def headline(self, result: Any) -> dict[str, Any]:
+    def headline(self, result: Any) -> Headline:
         """PECO beyond the shuffled baseline: its interval and permutation test set the severity."""
         m = result.metrics
         details = result.details or {}

@@ -39,6 +39,7 @@ from spurious.models.debias.bias import rescale_bias
 from spurious.models.debias.calibration import calibration_metrics
 from spurious.models.debias.losses import LOSSES, default_entropy_penalty
 from spurious.models.debias.subsets import load_hard_subset
+from spurious.results import Headline
 from spurious.utils.validation import Interval, StrOptions
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -485,7 +486,7 @@ class Debiasing(Analysis):
                 runs[m].append(fit(m, b, t, None, rs))
         return runs, thresholds
 
-    def headline(self, result: Any) -> dict[str, Any]:
+    def headline(self, result: Any) -> Headline:
         """The hard-subset gain of the best debiasing method, judged by its interval.
 
         The gain is corrected for chance

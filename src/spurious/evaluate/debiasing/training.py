@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from spurious.context import RunContext
-from spurious.exceptions import DetectorError
+from spurious.exceptions import AnalysisError
 from spurious.models.debias.fast import train_fast
 from spurious.stats.resample import resample_indices
 
@@ -87,7 +87,7 @@ def fit_finetune(
     dyn = res.dynamics
     ev = dyn[dyn["split"] == "eval"]
     if not len(ev):
-        raise DetectorError(
+        raise AnalysisError(
             "path='finetune' reads the evaluation predictions from the fine-tune's "
             "dynamics; do not set record_dynamics=False in 'finetune'."
         )

@@ -61,7 +61,8 @@ from spurious.evaluate.fairness.steps import (
     stage_breakdown,
 )
 from spurious.evaluate.fairness.verdict import hardest_adversary, verdict_text
-from spurious.exceptions import DetectorError, ParameterError
+from spurious.exceptions import AnalysisError, ParameterError
+from spurious.results import Headline
 from spurious.stats.metrics import qa_scores
 from spurious.utils.validation import Interval
 
@@ -292,7 +293,7 @@ class Fairness(Analysis):
             return
         for p in context.predictions:
             if p.values.dtype.kind not in "iu":
-                raise DetectorError(
+                raise AnalysisError(
                     f"fairness needs predicted class labels; predictions {p.name!r} are not."
                 )
 
@@ -316,7 +317,7 @@ class Fairness(Analysis):
         names = self._adversary_specs(qa)
         models = [p.name for p in ctx.predictions]
         if len(set(models)) != len(models):
-            raise DetectorError(f"fairness needs distinct model names; got {models}.")
+            raise AnalysisError(f"fairness needs distinct model names; got {models}.")
         runs, qa_info = self._adversary_runs(ctx, ds, names, qa)
         if qa:
             answers = [list(a) for a in ds.frame["answers"]]
@@ -467,7 +468,7 @@ class Fairness(Analysis):
             summary += f"; lowest Kendall tau vs unfiltered {metrics['min_kendall_tau']:+.2f}"
         return summary
 
-    def headline(self, result: Any) -> dict[str, Any]:
+    def headline(self, result: Any) -> Headline:
         """Ranking stability: 1 - the lowest Kendall tau against the unfiltered ranking.
 
         The severity rests on the bootstrap interval of that tau (over the evaluation

@@ -21,7 +21,8 @@ from spurious.analysis import (
 )
 from spurious.context import RunContext
 from spurious.evaluate.prediction_bias.table import MC_REPEATS
-from spurious.exceptions import DetectorError
+from spurious.exceptions import AnalysisError
+from spurious.results import Headline
 from spurious.utils.validation import Interval, StrOptions
 
 
@@ -196,7 +197,7 @@ class PredictionBias(Analysis):
             and (fitted or not HEURISTICS[n].needs_train)
         ]
         if not names:
-            raise DetectorError(f"No heuristic is available for task {ctx.target.task.name!r}.")
+            raise AnalysisError(f"No heuristic is available for task {ctx.target.task.name!r}.")
         return names
 
     def _run(self, ctx: RunContext) -> AnalysisOutput:
@@ -226,7 +227,7 @@ class PredictionBias(Analysis):
         biases = [v for k, v in res.metrics.items() if k.startswith("bias_")]
         if not any(math.isfinite(v) for v in biases):
             why = "; ".join(f"{h}: {r}" for h, r in res.details.get("undefined", {}).items())
-            raise DetectorError(
+            raise AnalysisError(
                 f"Every prediction bias on {len(ctx.target)} examples is undefined "
                 f"(sample_size={self.sample_size}): {why}."
             )
@@ -239,7 +240,7 @@ class PredictionBias(Analysis):
             scores=scores, metrics=res.metrics, summary=res.summary, details=res.details
         )
 
-    def headline(self, result: Any) -> dict[str, Any]:
+    def headline(self, result: Any) -> Headline:
         """The largest bias of any model beyond the annotators', with its evidence.
 
         The effect is the largest bias minus the annotators' (natural) bias on the same

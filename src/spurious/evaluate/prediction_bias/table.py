@@ -3,7 +3,7 @@
 :func:`bias_table` computes each model's per-example score once, searches (or fixes)
 each heuristic's threshold, bootstraps every model and the annotators at once and
 collects the metrics, tables and curves into one
-:class:`~spurious.results.DetectorResult` (``detector="prediction_bias"``).
+:class:`~spurious.results.DetectorResult` (``analysis="prediction_bias"``).
 
 Here: :func:`bias_table` itself, one heuristic's split (:func:`_split_heuristic`: the
 sample size, the search or fixed threshold, the bootstraps of the models and the
@@ -136,7 +136,7 @@ def bias_table(
     Returns
     -------
     DetectorResult
-        ``detector="prediction_bias"``. Scores: ``id``, ``attr_<heuristic>``,
+        ``analysis="prediction_bias"``. Scores: ``id``, ``attr_<heuristic>``,
         ``score_<model>`` (per-example metric), ``score_annotator<k>`` (leave-one-out,
         when natural bias is computed) and, with shared thresholds,
         ``group_<heuristic>`` (``"low"``/``"high"``). Metrics: ``overall_<model>``,
@@ -225,7 +225,7 @@ def bias_table(
         *spread_warnings(acc.table, params["n_trials"]),
     ]
     return DetectorResult(
-        detector="prediction_bias",
+        analysis="prediction_bias",
         scores=pd.DataFrame(out_scores),
         metrics={k: float(v) for k, v in metrics.items()},
         params={

@@ -58,7 +58,7 @@ def crossfit_dynamics(
     y: Any,
     *,
     n_folds: int = 2,
-    ids: Sequence[Any] | None = None,
+    ids: Sequence[Any] | np.ndarray | None = None,
     random_state: int | None = 0,
     **options: Any,
 ) -> pd.DataFrame:

@@ -88,8 +88,8 @@ def probe_dynamics(
     record_logits: bool = True,
     n_threads: int | None = 1,
     n_classes: int | None = None,
-    train_ids: Sequence[Any] | None = None,
-    eval_ids: Sequence[Any] | None = None,
+    train_ids: Sequence[Any] | np.ndarray | None = None,
+    eval_ids: Sequence[Any] | np.ndarray | None = None,
     random_state: int | None = 0,
 ) -> pd.DataFrame:
     """Train a small probe on frozen features and record every example after every epoch.
@@ -292,7 +292,7 @@ def _record(
     return out
 
 
-def _ids(ids: Sequence[Any] | None, n: int, what: str) -> np.ndarray:
+def _ids(ids: Sequence[Any] | np.ndarray | None, n: int, what: str) -> np.ndarray:
     if ids is None:
         return np.array([str(i) for i in range(n)], dtype=object)
     out = np.asarray([str(i) for i in ids], dtype=object)

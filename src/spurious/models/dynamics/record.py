@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from spurious.exceptions import DataFormatError, DetectorError, ParameterError, ResultLoadError
+from spurious.exceptions import AnalysisError, DataFormatError, ParameterError, ResultLoadError
 from spurious.models.dynamics.cartography_files import (
     _epoch_files,
     _gold_from_rows,
@@ -131,7 +131,7 @@ class TrainingDynamics:
             raise ParameterError(f"The 'split' argument must be 'train' or 'eval'; got {split!r}.")
         rows = self.frame[self.frame["split"] == split]
         if rows.empty:
-            raise DetectorError(
+            raise AnalysisError(
                 f"These training dynamics hold no {split!r} split (they have {self.splits()})."
             )
         return rows
@@ -259,7 +259,7 @@ class TrainingDynamics:
 
         Raises
         ------
-        DetectorError
+        AnalysisError
             The dynamics were recorded without logits (the format needs them).
 
         Examples
@@ -272,7 +272,7 @@ class TrainingDynamics:
         ('dynamics_epoch_0.jsonl', '{"guid": "a", "logits_epoch_0": [0.0, 0.0], "gold": 1}')
         """
         if "logits" not in self.frame.columns:
-            raise DetectorError(
+            raise AnalysisError(
                 "to_cartography_jsonl needs logits, but these training dynamics were recorded "
                 "without them (record_logits=False)."
             )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from spurious.exceptions import DetectorError
+from spurious.exceptions import AnalysisError
 from spurious.models.dynamics.record import TrainingDynamics
 
 __all__ = ["cartography_stats"]
@@ -43,7 +43,7 @@ def cartography_stats(dynamics: TrainingDynamics, split: str = "train") -> pd.Da
 
     Raises
     ------
-    DetectorError
+    AnalysisError
         An example lacks a recording the others have.
 
     Examples
@@ -61,7 +61,7 @@ def cartography_stats(dynamics: TrainingDynamics, split: str = "train") -> pd.Da
     if len(rows) != len(ids) * len(epochs) or rows.duplicated(["id", "epoch"]).any():
         counts = rows.groupby("id")["epoch"].agg(["size", "nunique"])
         odd = counts[(counts["size"] != len(epochs)) | (counts["nunique"] != len(epochs))]
-        raise DetectorError(
+        raise AnalysisError(
             f"Training dynamics of the {split!r} split must hold every example once at each of "
             f"the {len(epochs)} recordings; example {str(odd.index[0])!r} has "
             f"{int(odd['size'].iloc[0])} record(s)."
