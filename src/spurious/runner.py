@@ -38,7 +38,6 @@ from typing import Any
 
 import pandas as pd
 
-from spurious._version import __version__
 from spurious.analysis import Analysis, load_analyses
 from spurious.context import RunContext
 from spurious.data.dataset import Dataset
@@ -49,9 +48,24 @@ from spurious.exceptions import (
     as_missing_dependency,
 )
 from spurious.inputs import INPUT_KEYS, load_inputs
-from spurious.provenance import Provenance, dependency_versions, now_iso
+from spurious.provenance import Provenance
 from spurious.results import Result
-from spurious.utils.io import atomic_write_json, read_json, to_jsonable
+from spurious.rundir import (
+    RUN_FILES as RUN_FILES,
+)
+from spurious.rundir import (
+    check_run_dir as check_run_dir,
+)
+from spurious.rundir import (
+    dataset_entry as dataset_entry,
+)
+from spurious.rundir import (
+    prepare_out as prepare_out,
+)
+from spurious.rundir import (
+    write_manifest as write_manifest,
+)
+from spurious.utils.io import read_json, to_jsonable
 
 logger = logging.getLogger(__name__)
 
@@ -302,157 +316,6 @@ def _placeholder(
         status=status,
         error=why,
     )
-
-
-def dataset_entry(ds: Dataset, source: str | None = None) -> dict[str, Any]:
-    """The manifest's description of one input dataset."""
-    entry = {
-        "name": ds.name,
-        "task": ds.task.name,
-        "n": len(ds),
-        "fingerprint": ds.fingerprint,
-        "label_names": list(ds.label_names),
-        "n_dropped_no_gold": int(ds.frame.attrs.get("n_dropped_no_gold", 0)),
-    }
-    if source is not None:
-        entry["source"] = source
-    return entry
-
-
-def write_manifest(
-    out: str | Path,
-    *,
-    command: Sequence[str] | str,
-    config: dict[str, Any],
-    seed: int | None,
-    datasets: dict[str, dict[str, Any]],
-    results: Mapping[str, Result],
-    timings: dict[str, float],
-    warnings: Sequence[str] = (),
-) -> Path:
-    """Write ``out/manifest.json`` atomically."""
-    manifest = {
-        "command": command if isinstance(command, str) else " ".join(map(str, command)),
-        "created": now_iso(),
-        "library_version": __version__,
-        "seed": seed,
-        "versions": dependency_versions(),
-        "datasets": datasets,
-        "analyses": list(results),
-        "statuses": {k: r.status for k, r in results.items()},
-        "skipped": {k: r.error for k, r in results.items() if r.status == "skipped"},
-        "warnings": list(warnings),
-        "config": to_jsonable(config),
-        "timings": {k: round(v, 4) for k, v in timings.items()},
-    }
-    return atomic_write_json(Path(out) / "manifest.json", manifest)
-
-
-#: Files a run writes at the top of its directory (besides one folder per analysis).
-RUN_FILES = ("manifest.json", "report.html")
-#: Temp files of interrupted atomic writes older than this are removed by the next run.
-STALE_TMP_SECONDS = 60.0
-
-
-def prepare_out(
-    out: str | os.PathLike[str], config: Mapping[str, Any], *, force: bool = False
-) -> Path:
-    """Make ``out`` ready for a run of ``config``; refuse to mix runs or lose files.
-
-    - ``out`` must be a directory or not exist, and be writable;
-    - an existing, non-empty ``out`` is accepted when it holds the *same* run (same config
-      in its manifest: a re-run or resume), or with ``force``; anything else is refused;
-    - with ``force``, the previous run's files (manifest, report, analysis folders) are
-      removed first, so one report never shows two runs; other files are left alone;
-    - temp files of interrupted writes are removed.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> d = Path(tempfile.mkdtemp()) / "run"
-    >>> prepare_out(d, {"analyses": {}}).is_dir()
-    True
-    """
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ParameterError(f"--out {str(out)!r} exists and is not a directory.")
-    if out.is_dir() and any(out.iterdir()):
-        previous = _previous_config(out)
-        same = previous is not None and previous == to_jsonable(dict(config))
-        if not same and not force:
-            what = "a different run" if previous is not None else "other files"
-            raise ParameterError(
-                f"--out {str(out)!r} already holds {what}; results of two runs are never "
-                "mixed. Choose a new directory, or pass --force to replace that run's files."
-            )
-        if not same:
-            _remove_run_files(out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".write-test-{os.getpid()}.tmp"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as e:
-        raise ParameterError(f"--out {str(out)!r} is not writable: {e.strerror or e}.") from None
-    _remove_stale_temp_files(out)
-    return out
-
-
-def _previous_config(out: Path) -> Any:
-    try:
-        return read_json(out / "manifest.json").get("config")
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
-def _remove_run_files(out: Path) -> None:
-    import shutil
-
-    for name in RUN_FILES:
-        (out / name).unlink(missing_ok=True)
-    for folder in out.iterdir():
-        if folder.is_dir() and (folder / "result.json").exists():
-            shutil.rmtree(folder)
-
-
-def _remove_stale_temp_files(out: Path) -> None:
-    now = time.time()
-    for tmp in [*out.glob(".*.tmp"), *out.glob("*/.*.tmp")]:
-        try:
-            if now - tmp.stat().st_mtime >= STALE_TMP_SECONDS:
-                tmp.unlink()
-        except OSError:  # removed meanwhile, or not ours to remove
-            continue
-
-
-def check_run_dir(run_dir: str | Path) -> list[str]:
-    """Problems that would make ``run_dir``'s report wrong (empty list: none).
-
-    A directory without a manifest and without any ``<analysis>/result.json`` is not a
-    run; an unreadable manifest or result is a problem to fix, not to paper over.
-    """
-    run_dir = Path(run_dir)
-    folders = [p for p in sorted(run_dir.iterdir()) if (p / "result.json").exists()]
-    if not (run_dir / "manifest.json").exists() and not folders:
-        return [
-            f"{str(run_dir)!r} is not a run directory (no manifest.json and no "
-            "<analysis>/result.json)."
-        ]
-    problems = []
-    expected: dict[str, str] = {}
-    if (run_dir / "manifest.json").exists():
-        try:
-            manifest = read_json(run_dir / "manifest.json")
-            datasets = manifest.get("datasets") or {}
-            expected = {k: v["fingerprint"] for k, v in datasets.items() if "fingerprint" in v}
-        except (OSError, ValueError, AttributeError, TypeError, KeyError) as e:
-            problems.append(f"manifest.json cannot be read: {e}")
-    for folder in folders:
-        try:
-            Result.load(folder, expected_fingerprints=expected)
-        except (SpuriousError, OSError, ValueError) as e:
-            problems.append(f"{folder.name}: {e}")
-    return problems
 
 
 def execute(

@@ -1,0 +1,72 @@
+"""The house stays as built: small rooms, providers in one layer, optional stays optional.
+
+The layering itself (no upward import, no circle) is checked by `lint-imports` in
+`make lint`; these tests keep the other findings of issue 21 from coming back.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "spurious"
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_BODY = 110  # lines after the docstring
+
+
+def _modules() -> list[Path]:
+    return sorted(SRC.rglob("*.py"))
+
+
+def test_no_module_over_the_limit():
+    long = {
+        str(p.relative_to(SRC)): n
+        for p in _modules()
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
+
+
+def test_no_function_body_over_the_limit():
+    long = {}
+    for p in _modules():
+        for node in ast.walk(ast.parse(p.read_text())):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            body = node.body
+            first = body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                body = body[1:]  # the docstring does not count
+            if body and (n := node.end_lineno - body[0].lineno + 1) > MAX_FUNCTION_BODY:
+                long[f"{p.relative_to(SRC)}::{node.name}"] = n
+    assert not long, f"function bodies over {MAX_FUNCTION_BODY} lines: {long}"
+
+
+def _python(code: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
+    )
+    return out.stdout.strip()
+
+
+def test_artifact_kinds_do_not_depend_on_import_order():
+    before = _python("import spurious.context as c; print(sorted(c.ARTIFACTS.names()))")
+    after = _python(
+        "import spurious.context as c, spurious.analysis as a; a.load_analyses(); "
+        "print(sorted(c.ARTIFACTS.names()))"
+    )
+    assert before == after
+    assert "training_dynamics" in before and "cv_folds" in before
+
+
+@pytest.mark.parametrize("module", ["torch", "transformers", "spacy", "ray", "datasets"])
+def test_listing_analyses_imports_no_optional_dependency(module):
+    loaded = _python(
+        "import sys, spurious, spurious.analysis as a, spurious.cli; a.load_analyses(); "
+        f"print({module!r} in sys.modules)"
+    )
+    assert loaded == "False", f"listing the analyses imported {module}"
