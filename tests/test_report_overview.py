@@ -215,7 +215,7 @@ def test_render_checks_fingerprints_and_types(tmp_path: Path) -> None:
 def test_render_matches_run_directory(tmp_path: Path) -> None:
     """The in-memory path and the run-directory path give the same findings."""
     run_dir = write_run(
-        tmp_path / "run", {"detectors": list(results()), "statuses": {}, "skipped": {}}
+        tmp_path / "run", {"analyses": list(results()), "statuses": {}, "skipped": {}}
     )
     from_dir = overview_part(build_report_html(run_dir))
     from_memory = overview_part(
