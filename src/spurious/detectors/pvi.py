@@ -33,6 +33,7 @@ from spurious.analysis import AnalysisOutput, Requirements, VerdictScale, regist
 from spurious.context import RunContext
 from spurious.detectors.base import Detector
 from spurious.detectors.partial_input import PartialInput
+from spurious.detectors.partial_input.finetuned import fine_tuned_probabilities
 from spurious.exceptions import AnalysisError
 from spurious.execution import Executor
 from spurious.results import Headline
@@ -337,7 +338,7 @@ class PVI(Detector):
             logger.info("pvi: reusing partial_input's probabilities of %s", names)
             return {c: reused[f"p_gold_{c}"].to_numpy(float) for c in names}, fold_of, True
         if self.model == "finetune":
-            probas, _ = models._fine_tuned(ctx, views)
+            probas, _ = fine_tuned_probabilities(models, ctx, views)
         elif ctx.eval is None:
             probas = models._cross_fit(ctx, views)
         else:
