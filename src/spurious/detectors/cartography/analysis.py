@@ -12,6 +12,7 @@ headline, summary and notes are written by
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import replace
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
@@ -153,6 +154,14 @@ class Cartography(Detector):
     requires: ClassVar[Requirements] = Requirements(
         labels=True, features=True, training_dynamics=True
     )
+
+    def requirements(self) -> Requirements:
+        """Training a model (``path`` fast or finetune) needs torch; loading dynamics does
+        not."""
+        if self.path == "load":
+            return type(self).requires
+        return replace(type(self).requires, extras=(("torch", "torch"),))
+
     #: Spearman correlation of full-input and partial-input confidence beyond the same
     #: correlation with permuted labels: how far what the full model finds easy is what the
     #: partial input alone makes easy. The null already sits high (0.68-0.84 on synthetic

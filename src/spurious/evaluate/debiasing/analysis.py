@@ -133,7 +133,11 @@ class Debiasing(Analysis):
         "001 Sec. 4.4-5."
     )
     requires: ClassVar[Requirements] = Requirements(
-        labels=True, eval_split=True, features=True, tasks=("nli", "pair", "text")
+        labels=True,
+        eval_split=True,
+        features=True,
+        tasks=("nli", "pair", "text"),
+        extras=(("torch", "torch"),),  # both paths train torch models
     )
     #: It trains methods x seeds models: run it on request (--only debiasing).
     in_audit: ClassVar[bool] = False
