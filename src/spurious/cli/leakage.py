@@ -41,7 +41,7 @@ def _finish(run: Any) -> None:
 
 
 @click.command()
-@options.out_option("demo")
+@options.out_option("demo", data_options=False)
 @options.seed_option()
 @options.opt(
     "--n",

@@ -97,11 +97,13 @@ def seed_option(help: str = "Random seed.") -> Callable[[F], F]:
     return click.option("--seed", type=int, default=0, show_default=True, help=help)
 
 
-def out_option(command: str) -> Callable[[F], F]:
+def out_option(command: str, *, data_options: bool = True) -> Callable[[F], F]:
     """The options of a command that writes a run directory.
 
     ``--out DIR`` (default ``runs/<command>-<timestamp>``), ``--force``, and the input
-    options every run shares: ``--max-dropped``, ``--split``, ``--allow-network``.
+    options every run on DATA shares: ``--max-dropped``, ``--split``, ``--allow-network``
+    (left out with ``data_options=False``: the demo reads no data, so they would mean
+    nothing there).
     """
     out = click.option(
         "--out",
@@ -141,6 +143,8 @@ def out_option(command: str) -> Callable[[F], F]:
         help="Read DATA that is not a local path as a Hugging Face Hub dataset name "
         "(downloads it); off by default, everything else works offline.",
     )
+    if not data_options:
+        return lambda f: out(force(f))
     return lambda f: out(force(dropped(split(network(f)))))
 
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import shutil
 import sys
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import click
 
 _COLOURS = {"ok": "green", "failed": "red", "skipped": "yellow"}
+#: Lines of a finding in the summary table before it is shortened.
+_MAX_FINDING_LINES = 3
 _SEVERITY_MARK = {"high": "!!!", "moderate": "!!", "low": "!", "none": "-", "info": ""}
 
 
@@ -49,12 +52,22 @@ def summary_table(results: Mapping[str, Any]) -> None:
                 finding = f"{mark} {verdict}: {finding}".strip()
         else:
             finding = res.error or res.summary
+        # Wrapped at word boundaries, never cut inside a number; at most three lines.
         room = max(20, width - name_w - 19)
-        if len(finding) > room:
-            finding = finding[: room - 1] + "…"
+        lines = textwrap.wrap(finding, room, break_on_hyphens=False) or [""]
+        if len(lines) > _MAX_FINDING_LINES:
+            lines = [*lines[: _MAX_FINDING_LINES - 1], lines[_MAX_FINDING_LINES - 1] + " …"]
         click.echo(f"{name:<{name_w}} ", nl=False)
         click.secho(f"{res.status:<8}", fg=_COLOURS.get(res.status), nl=False)
-        click.echo(f" {t:>7}  {finding}")
+        click.echo(f" {t:>7}  {lines[0]}")
+        for line in lines[1:]:
+            click.echo(f"{'':<{name_w + 19}}{line}")
+    marks = [f"{m} {sev}" for sev, m in _SEVERITY_MARK.items() if m]
+    legend = (
+        f"marks: {', '.join(marks)} (the verdict's severity: from an interval's lower bound "
+        "or a test against a null; docs/run-directory.md)"
+    )
+    click.echo("\n".join(textwrap.wrap(legend, width)))
 
 
 def outputs(run: Any) -> None:

@@ -32,6 +32,7 @@ from spurious.report.components import (
 )
 from spurious.report.sections import Section, register_section, result_section
 from spurious.results import Result
+from spurious.stats.bias_results import BootstrapOptions
 
 __all__ = [
     "BIAS_SCALE_MIN",
@@ -384,7 +385,7 @@ def prediction_bias_section(result: Result) -> Section:
         '{% for w in warns %}<p class="callout warn">{{ w }}</p>{% endfor %}<p>'
         + how
         + """ Bootstrap: {{ trials }} trials of {{ size }} examples per group,
-quantiles {{ q }}.</p>
+intervals between the {{ q }} quantiles of the bootstrap means.</p>
 <h4>Prediction bias per model and heuristic ({{ metric }})</h4>
 {{ legend }}
 {{ overview }}
@@ -395,7 +396,7 @@ quantiles {{ q }}.</p>
         ref=details.get("reference"),
         trials=result.params.get("n_trials", "?"),
         size=result.params.get("sample_size", "?"),
-        q=result.params.get("quantiles", "?"),
+        q=_quantile_words(result.params.get("quantiles") or BootstrapOptions().quantiles),
         metric=metric,
         legend=render_fragment(_LEGEND, metric=metric),
         overview=_overview_table(details, metrics),
@@ -411,3 +412,10 @@ quantiles {{ q }}.</p>
             "Per-example scores (first rows)": scores_preview(result.scores),
         },
     )
+
+
+def _quantile_words(q: Any) -> str:
+    """``(0.025, 0.975)`` -> ``"2.5% and 97.5%"`` (the analysis uses the default pair)."""
+    lo, hi = (float(x) for x in q)
+    return f"{lo:.1%} and {hi:.1%}".replace(".0%", "%")
+

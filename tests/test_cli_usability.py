@@ -1,0 +1,58 @@
+"""What a new user meets in the terminal and the report (issue 23 items 2 and 5, and the
+prediction-bias section's bootstrap sentence)."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+from click.testing import CliRunner
+
+from spurious.cli import main
+from spurious.cli.output import summary_table
+from spurious.report.sections.prediction_bias import _quantile_words
+from spurious.results import Result
+
+
+def test_demo_help_lists_no_data_options():
+    out = CliRunner().invoke(main, ["demo", "--help"]).output
+    for option in ("--split", "--allow-network", "--max-dropped"):
+        assert option not in out, option
+    leakage = CliRunner().invoke(main, ["leakage", "--help"]).output
+    assert "--split" in leakage and "--allow-network" in leakage  # still where they apply
+
+
+def _result(text: str, severity: str = "moderate") -> Result:
+    return Result(
+        "partial_input",
+        pd.DataFrame({"id": []}),
+        {},
+        headline={"text": text, "verdict": "moderate leakage", "severity": severity},
+    )
+
+
+def test_summary_table_wraps_and_never_cuts_a_number(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    text = (
+        "hypothesis-only accuracy 0.49 vs 0.34 majority (Delta_maj +0.257 [+0.213, +0.301]); "
+        "full input 0.52"
+    )
+    summary_table({"partial_input": _result(text)})
+    out = capsys.readouterr().out
+    body = " ".join(line.strip() for line in out.splitlines()[2:-2])
+    for number in ("0.49", "0.34", "+0.257", "[+0.213,", "+0.301]);", "0.52"):
+        assert number in body.split(), number  # whole, never cut
+    assert all(len(line) <= 80 for line in out.splitlines())
+
+
+def test_summary_table_explains_its_marks_once(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    summary_table({"a": _result("x", "high"), "b": _result("y", "low")})
+    out = capsys.readouterr().out
+    assert out.count("marks:") == 1
+    assert re.search(r"!!! high, !! moderate, ! low, - none", out)
+
+
+def test_bootstrap_quantiles_in_words():
+    assert _quantile_words((0.025, 0.975)) == "2.5% and 97.5%"
+    assert _quantile_words((0.05, 0.95)) == "5% and 95%"
