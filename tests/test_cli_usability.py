@@ -56,3 +56,31 @@ def test_summary_table_explains_its_marks_once(capsys, monkeypatch):
 def test_bootstrap_quantiles_in_words():
     assert _quantile_words((0.025, 0.975)) == "2.5% and 97.5%"
     assert _quantile_words((0.05, 0.95)) == "5% and 95%"
+
+
+def test_learning_curve_caption_names_the_dashed_line_only_when_drawn():
+    from spurious.report.sections.cartography import _curve_caption
+
+    train_only = {"full": {"train": [[1, 0.5], [2, 0.7]]}}
+    both = {"full": {"train": [[1, 0.5]], "eval": [[1, 0.4]]}}
+    assert "dashed" not in _curve_caption(train_only)
+    assert "dashed: evaluation split" in _curve_caption(both)
+
+
+def test_learning_curve_has_whole_epoch_ticks(monkeypatch):
+    from matplotlib.figure import Figure
+
+    from spurious.report.sections import cartography
+
+    seen = []
+    real = Figure.add_subplot
+
+    def spy(self, *a, **k):
+        ax = real(self, *a, **k)
+        seen.append(ax)
+        return ax
+
+    monkeypatch.setattr(Figure, "add_subplot", spy)
+    cartography.learning_curve_plot({"full": {"train": [[1, 0.5], [2, 0.6], [3, 0.7]]}})
+    ticks = seen[-1].get_xticks()
+    assert all(float(t).is_integer() for t in ticks), ticks

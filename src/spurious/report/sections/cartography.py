@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from markupsafe import Markup
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from spurious.report import plots
 from spurious.report.components import (
@@ -224,6 +225,9 @@ def learning_curve_plot(curves: Mapping[str, Mapping[str, Any]]) -> str | None:
             linestyle="-" if split == "train" else "--", label=plots.plain(label),
         )  # fmt: skip
     ax.set_xlabel("epoch")
+    if all(float(e).is_integer() for *_, pts in series for e, _ in pts):
+        # Whole epochs only: no 1.5 / 2.5 ticks between them.
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("accuracy")
     ax.set_ylim(0.0, 1.02)
     ax.yaxis.grid(True, color=plots.PALETTE["grid"])
@@ -330,11 +334,23 @@ def _figures(result: Result, views: Mapping[str, str | None]) -> Markup:
             Plot(
                 plots.safe_plot(learning_curve_plot, curves),
                 "Accuracy per epoch of the mapping models.",
-                "Learning curves of the mapping models (solid: training split, dashed: "
-                "evaluation split, recorded without training on it).",
+                _curve_caption(curves),
             )
         )
     return figure_block(figures)
+
+
+def _curve_caption(curves: Mapping[str, Any]) -> str:
+    """The learning curves' caption; the dashed line is named only when it is drawn."""
+    splits = {
+        split for by_split in curves.values() if isinstance(by_split, Mapping) for split in by_split
+    }
+    if splits - {"train"}:
+        return (
+            "Learning curves of the mapping models (solid: training split, dashed: "
+            "evaluation split, recorded without training on it)."
+        )
+    return "Learning curves of the mapping models on the training split."
 
 
 def _crosstab(details: Mapping[str, Any], views: Mapping[str, str | None]) -> Markup:
