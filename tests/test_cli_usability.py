@@ -84,3 +84,12 @@ def test_learning_curve_has_whole_epoch_ticks(monkeypatch):
     cartography.learning_curve_plot({"full": {"train": [[1, 0.5], [2, 0.6], [3, 0.7]]}})
     ticks = seen[-1].get_xticks()
     assert all(float(t).is_integer() for t in ticks), ticks
+
+
+def test_report_header_calls_a_lone_split_data():
+    from spurious.report.html import _dataset_rows
+
+    alone = _dataset_rows({"train": {"name": "snli/dev", "n": 10, "fingerprint": "f"}})
+    assert [r["role"] for r in alone] == ["data"]
+    both = _dataset_rows({"train": {"name": "a"}, "eval": {"name": "b"}})
+    assert [r["role"] for r in both] == ["train", "eval"]

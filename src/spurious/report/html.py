@@ -291,9 +291,12 @@ def _dataset_rows(value: Any) -> list[dict[str, str]]:
     rows = []
     for role, info in value.items():
         info = info if isinstance(info, Mapping) else {"fingerprint": info}
+        # Without an evaluation split the data is judged as it is, not trained on: its
+        # manifest role "train" would mislabel e.g. a dev file.
+        shown = "data" if role == "train" and "eval" not in value else str(role)
         rows.append(
             {
-                "role": str(role),
+                "role": shown,
                 "name": _text(info.get("name")),
                 "n": format_number(info.get("n"), "int") if info.get("n") is not None else "",
                 "fingerprint": _text(info.get("fingerprint")),
