@@ -347,6 +347,12 @@ def _page(
     used: set[str] = set()
     for e in entries:
         e.anchor = _slug(e.name, used)
+    # A skipped analysis has nothing to show but its reason, which the overview's "not
+    # run" list already gives: no section of its own (and no link to one).
+    shown = [e for e in entries if e.section.status != "skipped"]
+    for e in entries:
+        if e.section.status == "skipped":
+            e.anchor = ""
     overview = build_overview(entries, manifest)
     # What the run itself warned about (rows dropped, evaluation overlapping the data).
     data_warnings = manifest.get("warnings")
@@ -361,7 +367,7 @@ def _page(
         .render(
             title=f"spurious report: {name}",
             run=_run_context(name, manifest, entries),
-            entries=entries,
+            entries=shown,
             overview=render_overview(overview),
             counts=overview.counts,
             n_analyses=n,
