@@ -361,3 +361,20 @@ def test_qa_heuristic_marks_the_sentence_with_the_asked_entity_type():
     # Candidates 0-1 belong to the Who-question, 2-3 to the When-question.
     assert col["expected_type_cue"].tolist() == [0.0, 1.0, 1.0, 0.0]
     assert col["who_x_person"].tolist() == [0.0, 1.0, 0.0, 0.0]
+
+
+def test_classification_adversaries_on_qa_are_replaced_with_one_warning(caplog):
+    ds, _ = _planted("first", n=40)
+    p = align_predictions(dict(zip(ds.ids, ["x"] * len(ds), strict=True)), ds, name="m")
+    ctx = RunContext(ds, predictions=[p], progress=False)
+    fairness = get_analysis("fairness")(
+        adversaries=["bow", "tfidf"],  # the audit's quick profile: not QA representations
+        seeds=[0],
+        aflite_params={"n_partitions": 4, "train_size": 8, "max_rounds": 1},
+        n_bootstrap=10,
+    )
+    with caplog.at_level("WARNING", logger="spurious"):
+        fairness.check(ctx)
+        fairness.run(context=ctx)
+    said = [r for r in caplog.records if "are not QA adversaries" in r.getMessage()]
+    assert len(said) == 1

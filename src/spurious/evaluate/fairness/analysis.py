@@ -264,16 +264,18 @@ class Fairness(Analysis):
             return Requirements(predictions=True).unmet(context)
         return Requirements(labels=True, eval_split=True, predictions=True).unmet(context)
 
-    def _adversary_specs(self, qa: bool) -> dict[str, Any]:
+    def _adversary_specs(self, qa: bool, *, warn: bool = False) -> dict[str, Any]:
         default = QA_ADVERSARIES if qa else ("bow", "tfidf", "minilm")
         names = adversary_names(list(default) if self.adversaries is None else self.adversaries)
         if qa and not any(s in QA_ADVERSARIES for s in names.values()):
             # Classification representations (e.g. the audit's quick profile: bow, tfidf)
-            # do not apply to QA; the QA defaults stand in, and the result says so.
-            logger.warning(
-                "fairness on a QA run: adversaries %s are not QA adversaries; using %s",
-                list(names.values()), list(QA_ADVERSARIES),
-            )  # fmt: skip
+            # do not apply to QA; the QA defaults stand in, and the result says so. Said
+            # once, by the run (check() resolves the same names silently).
+            if warn:
+                logger.warning(
+                    "fairness on a QA run: adversaries %s are not QA adversaries; using %s",
+                    list(names.values()), list(QA_ADVERSARIES),
+                )  # fmt: skip
             names = adversary_names(list(QA_ADVERSARIES))
         return names
 
@@ -314,7 +316,7 @@ class Fairness(Analysis):
     def _run(self, ctx: RunContext) -> AnalysisOutput:
         qa = _is_qa(ctx)
         ds = ctx.target if qa else ctx.split("eval")
-        names = self._adversary_specs(qa)
+        names = self._adversary_specs(qa, warn=True)
         models = [p.name for p in ctx.predictions]
         if len(set(models)) != len(models):
             raise AnalysisError(f"fairness needs distinct model names; got {models}.")
