@@ -409,3 +409,35 @@ def test_shuffled_scores_never_give_a_moderate_or_high_verdict(seed):
     ]  # fmt: skip
     head, _ = _headline(ds, shuffled, attributes)
     assert head["severity"] not in ("moderate", "high"), head
+
+
+def test_quick_profile_says_which_spacy_heuristics_it_left_out(caplog):
+    import json
+
+    from spurious import load_dataset
+    from spurious.analysis import get_analysis
+    from spurious.context import RunContext
+    from spurious.heuristics import HEURISTICS, list_heuristics
+    from tests.conftest import shared_data
+
+    full = load_dataset(shared_data("squad", "dev-v1.1.json"), "qa")
+    ds = full.subset(np.arange(600))
+    keep = set(ds.ids)
+    preds = []
+    for m in ("electra-base", "bert-tiny"):
+        raw = json.loads(shared_data("predictions", "squad", f"{m}.json").read_text())
+        preds.append(align_predictions({k: v for k, v in raw.items() if k in keep}, ds, name=m))
+    ctx = RunContext(ds, predictions=preds, progress=False)
+    spacy_ones = [n for n in list_heuristics("qa") if HEURISTICS[n].requires_spacy]
+    quick = get_analysis("prediction_bias")(
+        **get_analysis("prediction_bias").profiles["quick"], n_trials=20, sample_size=100
+    )
+    with caplog.at_level("WARNING", logger="spurious"):
+        res = quick.run(context=ctx)
+    assert res.details["heuristics_left_out"] == spacy_ones and spacy_ones
+    assert "left out the spaCy heuristics" in res.summary
+    assert sum("left out the spaCy heuristics" in r.getMessage() for r in caplog.records) == 1
+    named = get_analysis("prediction_bias")(
+        no_spacy=True, heuristics=["answer_length"], n_trials=20, sample_size=100
+    ).run(context=ctx)
+    assert "heuristics_left_out" not in named.details  # the user chose the heuristics

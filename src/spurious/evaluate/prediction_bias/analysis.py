@@ -8,6 +8,7 @@ context (computed once and cached, or supplied with ``--attributes``).
 
 from __future__ import annotations
 
+import logging
 import math
 from numbers import Integral, Real
 from typing import Any, ClassVar
@@ -24,6 +25,8 @@ from spurious.evaluate.prediction_bias.table import MC_REPEATS
 from spurious.exceptions import AnalysisError
 from spurious.results import Headline
 from spurious.utils.validation import Interval, StrOptions
+
+logger = logging.getLogger(__name__)
 
 
 @register_analysis
@@ -236,9 +239,27 @@ class PredictionBias(Analysis):
         score, flagged = _example_scores(scores, res.metrics, names, ref)
         scores["prediction_bias_score"] = score
         scores["is_prediction_bias_issue"] = flagged
-        return AnalysisOutput(
-            scores=scores, metrics=res.metrics, summary=res.summary, details=res.details
-        )
+        summary, details = res.summary, res.details
+        left_out = self._spacy_left_out(ctx)
+        if left_out:
+            # The quick profile skips the parse-based heuristics for speed: say so, once.
+            note = (
+                f"left out the spaCy heuristics {left_out} (no_spacy=True, the quick "
+                "profile's setting: they parse every text); the full profile or "
+                "--set prediction_bias.no_spacy=false includes them"
+            )
+            logger.warning("prediction_bias: %s", note)
+            summary = f"{summary} ({note})"
+            details = {**details, "heuristics_left_out": left_out}
+        return AnalysisOutput(scores=scores, metrics=res.metrics, summary=summary, details=details)
+
+    def _spacy_left_out(self, ctx: RunContext) -> list[str]:
+        """The task's spaCy heuristics that ``no_spacy`` kept out of the default list."""
+        if not self.no_spacy or self.heuristics or ctx.attributes is not None:
+            return []
+        from spurious.heuristics import HEURISTICS, list_heuristics
+
+        return [n for n in list_heuristics(ctx.target.task.name) if HEURISTICS[n].requires_spacy]
 
     def headline(self, result: Any) -> Headline:
         """The largest bias of any model beyond the annotators', with its evidence.
