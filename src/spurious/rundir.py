@@ -21,7 +21,13 @@ from spurious.data.dataset import Dataset
 from spurious.exceptions import ParameterError, SpuriousError
 from spurious.provenance import dependency_versions, now_iso
 from spurious.results import Result
-from spurious.utils.io import atomic_write_json, read_json, to_jsonable
+from spurious.utils.io import (
+    atomic_write_json,
+    check_not_an_input,
+    input_paths,
+    read_json,
+    to_jsonable,
+)
 
 __all__ = [
     "RUN_FILES",
@@ -84,13 +90,23 @@ STALE_TMP_SECONDS = 60.0
 
 
 def prepare_out(
-    out: str | os.PathLike[str], config: Mapping[str, Any], *, force: bool = False
+    out: str | os.PathLike[str],
+    config: Mapping[str, Any],
+    *,
+    force: bool = False,
+    inputs: Any = (),
 ) -> Path:
     """Make ``out`` ready for a run of ``config``; refuse to mix runs or lose files.
 
     - ``out`` must be a directory or not exist, and be writable;
+    - ``out`` must not be, hold or lie inside an input of the run (the paths in
+      ``config["inputs"]``: data, eval, predictions, attributes, annotations,
+      heuristics_train; and ``inputs``), even with ``force``;
     - an existing, non-empty ``out`` is accepted when it holds the *same* run (same config
       in its manifest: a re-run or resume), or with ``force``; anything else is refused;
+    - ``force`` replaces only a run directory: one with a manifest written by this
+      package, or one holding nothing but a run's files (an interrupted run); a folder
+      with other files and no manifest is refused;
     - with ``force``, the previous run's files (manifest, report, analysis folders) are
       removed first, so one report never shows two runs; other files are left alone;
     - temp files of interrupted writes are removed.
@@ -105,6 +121,7 @@ def prepare_out(
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ParameterError(f"--out {str(out)!r} exists and is not a directory.")
+    check_not_an_input(out, [config_input_paths(config), inputs], what="--out")
     if out.is_dir() and any(out.iterdir()):
         previous = _previous_config(out)
         same = previous is not None and previous == to_jsonable(dict(config))
@@ -115,6 +132,13 @@ def prepare_out(
                 "mixed. Choose a new directory, or pass --force to replace that run's files."
             )
         if not same:
+            foreign = None if previous is not None else _foreign_entry(out)
+            if foreign is not None:
+                raise ParameterError(
+                    f"--out {str(out)!r} is not a run directory (it holds {foreign.name!r} "
+                    "and no manifest.json); --force only replaces a run's files. Choose a "
+                    "new directory."
+                )
             _remove_run_files(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -125,6 +149,33 @@ def prepare_out(
         raise ParameterError(f"--out {str(out)!r} is not writable: {e.strerror or e}.") from None
     _remove_stale_temp_files(out)
     return out
+
+
+#: Keys of ``config["inputs"]`` that name input files or folders.
+_INPUT_PATH_KEYS = ("data", "eval", "heuristics_train", "predictions", "attributes", "annotations")
+
+
+def config_input_paths(config: Mapping[str, Any]) -> list[Path]:
+    """The input files and folders a run config names (data, eval, predictions...)."""
+    inputs = config.get("inputs") if isinstance(config, Mapping) else None
+    if not isinstance(inputs, Mapping):
+        return []
+    return input_paths([inputs.get(k) for k in _INPUT_PATH_KEYS])
+
+
+def _foreign_entry(out: Path) -> Path | None:
+    """The first entry of ``out`` (no manifest) that a run does not write, if any."""
+    for entry in sorted(out.iterdir()):
+        if entry.name in RUN_FILES and entry.is_file():
+            continue
+        if entry.name.startswith(".") and entry.name.endswith(".tmp"):
+            continue
+        if entry.is_dir() and not entry.is_symlink() and (entry / "result.json").is_file():
+            continue
+        return entry
+    if not any(p.is_dir() and (p / "result.json").is_file() for p in out.iterdir()):
+        return next(iter(sorted(out.iterdir())), None)  # e.g. only a report.html of one's own
+    return None
 
 
 def _previous_config(out: Path) -> Any:

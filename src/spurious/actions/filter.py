@@ -48,12 +48,12 @@ from spurious.actions.file_writers import (
     write_records,
     write_squad,
 )
-from spurious.actions.hf_output import hf_from_frame, hf_like_input, save_hf
+from spurious.actions.hf_output import check_hf_target, hf_from_frame, hf_like_input, save_hf
 from spurious.actions.input_rows import raw_rows, require_source, source_frame, typed_labels
 from spurious.data.dataset import Dataset
 from spurious.exceptions import AnalysisError, ParameterError
 from spurious.results import DetectorResult
-from spurious.utils.io import atomic_write
+from spurious.utils.io import atomic_write, check_not_an_input, input_paths
 
 logger = logging.getLogger(__name__)
 
@@ -212,6 +212,7 @@ def write_filtered(
     *,
     field_map: Mapping[str, str] | None = None,
     add_id: bool = True,
+    inputs: Any = (),
 ) -> Path:
     """Write the rows ``result`` kept, as a drop-in replacement for the input (atomically).
 
@@ -231,10 +232,21 @@ def write_filtered(
         input (built with ``Dataset.from_frame``); loaded data writes its own columns.
     add_id : bool, default=True
         Add an ``id`` column when the input had none (see the module docstring).
+    inputs : path or sequence of paths, optional
+        The run's other inputs (evaluation data, predictions...). ``path`` must not be,
+        hold or lie inside any of them nor the file or folder ``dataset`` was loaded
+        from (always checked): inputs are never modified. An existing Hugging Face
+        output folder is replaced only when ``save_to_disk`` wrote it.
 
     Returns
     -------
     pathlib.Path
+
+    Raises
+    ------
+    ParameterError
+        When ``path`` would touch an input, or replace a folder that is not a Hugging
+        Face dataset folder.
 
     Examples
     --------
@@ -249,7 +261,13 @@ def write_filtered(
     20
     """
     return write_rows(
-        dataset, kept_mask(dataset, result), path, format, field_map=field_map, add_id=add_id
+        dataset,
+        kept_mask(dataset, result),
+        path,
+        format,
+        field_map=field_map,
+        add_id=add_id,
+        inputs=inputs,
     )
 
 
@@ -261,6 +279,7 @@ def write_rows(
     *,
     field_map: Mapping[str, str] | None = None,
     add_id: bool = True,
+    inputs: Any = (),
 ) -> Path:
     """Write the rows of ``dataset`` where ``keep`` is True, drop-in, atomically.
 
@@ -272,7 +291,7 @@ def write_rows(
     dataset : Dataset
     keep : numpy.ndarray of bool
         One entry per row of ``dataset``.
-    path, format, field_map, add_id
+    path, format, field_map, add_id, inputs
         As for :func:`write_filtered`.
 
     Examples
@@ -288,10 +307,15 @@ def write_rows(
     fmt = _infer_format(path, format)
     keep = _check_keep(dataset, keep)
     src = dataset.source
+    sources = [*dataset_inputs(dataset), *input_paths(inputs)]
+    if fmt == "hf":
+        check_hf_target(path, sources)
+    else:
+        check_not_an_input(path, sources, what="The 'path' argument")
     if src is None:
         write_canonical(dataset.subset(np.flatnonzero(keep)), path, fmt, field_map)
     elif fmt == "hf":
-        save_hf(hf_like_input(dataset, src, keep, add_id), path)
+        save_hf(hf_like_input(dataset, src, keep, add_id), path, inputs=sources)
     elif src.kind == "hf" and fmt == "parquet":
         hf = hf_like_input(dataset, src, keep, add_id, whole_dict=False)
         atomic_write(path, lambda p: hf.to_parquet(str(p)))
@@ -308,6 +332,23 @@ def write_rows(
         write_frame(frame, path, fmt)
     logger.info("wrote %d of %d rows to %s (%s)", int(keep.sum()), len(dataset), path, fmt)
     return path
+
+
+def dataset_inputs(dataset: Dataset) -> list[Path]:
+    """The files ``dataset`` was read from: its source file or folder, or the cache files
+    of a Hugging Face object (an output must never touch them)."""
+    src = dataset.source
+    if src is None:
+        return []
+    found = [Path(src.path)] if src.path else []
+    if src.kind == "hf":
+        try:
+            cache = src.obj.cache_files
+            groups = cache.values() if isinstance(cache, dict) else [cache]
+            found += [Path(f["filename"]) for g in groups for f in g if f.get("filename")]
+        except (AttributeError, TypeError, KeyError):
+            pass
+    return found
 
 
 def rows_as_hf(

@@ -20,7 +20,14 @@ from spurious.actions.input_rows import raw_rows, typed_labels
 from spurious.data.dataset import Dataset, InputSource
 from spurious.exceptions import DataFormatError
 
-__all__ = ["hf_from_frame", "hf_like_input", "import_datasets", "save_hf"]
+__all__ = [
+    "check_hf_target",
+    "hf_from_frame",
+    "hf_like_input",
+    "import_datasets",
+    "is_hf_folder",
+    "save_hf",
+]
 
 
 def import_datasets(what: str) -> Any:
@@ -83,21 +90,93 @@ def hf_from_frame(frame: pd.DataFrame, features: dict | None) -> Any:
     return datasets.Dataset.from_pandas(frame, features=feats, preserve_index=False)
 
 
-def save_hf(obj: Any, path: str | os.PathLike[str]) -> Path:
-    """``obj.save_to_disk`` into ``path`` atomically: built beside it, then swapped in."""
+#: Files ``datasets``' ``save_to_disk`` writes in a Dataset folder (besides ``*.arrow``).
+_HF_DATASET_FILES = ("dataset_info.json", "state.json")
+
+
+def _is_hf_dataset_folder(path: Path) -> bool:
+    """A ``Dataset.save_to_disk`` folder: its JSON files, Arrow shards and nothing else."""
+    try:
+        entries = list(path.iterdir())
+    except OSError:
+        return False
+    names = {e.name for e in entries}
+    if not set(_HF_DATASET_FILES) <= names:
+        return False
+    return all(
+        e.is_file() and not e.is_symlink() and (e.name in _HF_DATASET_FILES or e.suffix == ".arrow")
+        for e in entries
+    )
+
+
+def is_hf_folder(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a folder ``save_to_disk`` wrote and nothing else did.
+
+    A ``Dataset`` folder (``dataset_info.json``, ``state.json``, ``*.arrow``) or a
+    ``DatasetDict`` folder (``dataset_dict.json`` and one such folder per split); a
+    folder holding any other file is not one, so :func:`save_hf` never replaces it.
+    """
     path = Path(path)
+    if path.is_symlink() or not path.is_dir():
+        return False
+    if _is_hf_dataset_folder(path):
+        return True
+    if not (path / "dataset_dict.json").is_file():
+        return False
+    for entry in path.iterdir():
+        if entry.name == "dataset_dict.json":
+            continue
+        if entry.is_symlink() or not entry.is_dir() or not _is_hf_dataset_folder(entry):
+            return False
+    return True
+
+
+def check_hf_target(
+    path: str | os.PathLike[str], inputs: Any = (), *, what: str = "The 'path' argument"
+) -> Path:
+    """Refuse a Hugging Face output folder that would touch an input or a foreign folder.
+
+    ``path`` must not be, hold or lie inside an input
+    (:func:`~spurious.utils.io.check_not_an_input`); an existing ``path`` is replaced only
+    when it is a dataset folder ``save_to_disk`` wrote (:func:`is_hf_folder`): a folder
+    holding anything else is never removed.
+    """
+    from spurious.exceptions import ParameterError
+    from spurious.utils.io import check_not_an_input
+
+    path = Path(path)
+    check_not_an_input(path, inputs, what=what)
+    if (path.exists() or path.is_symlink()) and not is_hf_folder(path):
+        kind = "a folder" if path.is_dir() else "a file"
+        raise ParameterError(
+            f"{what} {str(path)!r} exists and is {kind} that is not a Hugging Face dataset "
+            "folder written by save_to_disk; it is never replaced (even with --force). "
+            "Choose a new folder."
+        )
+    return path
+
+
+def save_hf(
+    obj: Any,
+    path: str | os.PathLike[str],
+    *,
+    inputs: Any = (),
+    what: str = "The 'path' argument",
+) -> Path:
+    """``obj.save_to_disk`` into ``path`` atomically: built beside it, then swapped in.
+
+    ``path`` must not be, hold or lie inside one of ``inputs``, and an existing ``path``
+    is replaced only when it is a Hugging Face dataset folder (see :func:`check_hf_target`).
+    """
+    path = check_hf_target(path, inputs, what=what)
     # save_to_disk writes a folder: build it beside the target, then swap it in.
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:
         obj.save_to_disk(str(tmp / "data"))
-        old = None
-        if path.exists():
-            old = path.with_name(f".{path.name}.old")
-            os.replace(path, old)
+        if path.exists():  # a dataset folder (checked above): removed with tmp
+            os.replace(path, tmp / "old")
         os.replace(tmp / "data", path)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return path

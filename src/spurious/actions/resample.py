@@ -41,7 +41,7 @@ import pandas as pd
 from spurious.actions.records import read_json_records, write_json_records
 from spurious.exceptions import DataFormatError, ParameterError
 from spurious.stats.resample import ResampleInfo, resample_indices
-from spurious.utils.io import atomic_write, atomic_write_text
+from spurious.utils.io import atomic_write, atomic_write_text, check_not_an_input
 
 if TYPE_CHECKING:  # pragma: no cover
     from spurious.data.dataset import Dataset
@@ -67,6 +67,7 @@ def resample_file(
     replace: bool = False,
     random_state: int | None = 0,
     overwrite: bool = False,
+    inputs: Any = (),
 ) -> ResampleInfo:
     """Write a RESAM-balanced copy of a training file, in the same format.
 
@@ -92,6 +93,10 @@ def resample_file(
     random_state : int or None, default=0
     overwrite : bool, default=False
         Replace an existing ``destination``.
+    inputs : path or sequence of paths, optional
+        The other inputs of the run (e.g. the ``--train`` file heuristics are fitted
+        on). ``destination`` must not be, hold or lie inside any of them nor ``source``,
+        even with ``overwrite``: inputs are never modified.
 
     Returns
     -------
@@ -119,6 +124,7 @@ def resample_file(
             "The 'destination' parameter must differ from the source file (the input is "
             f"never modified). Got {str(dst)!r} for both."
         )
+    check_not_an_input(dst, [src, inputs], what="The 'destination' parameter")
     if dst.exists() and not overwrite:
         raise ParameterError(
             f"The 'destination' file {str(dst)!r} exists; pass overwrite=True (--force) to "

@@ -202,7 +202,10 @@ def aflite(
 
         inputs = (data, eval_path, features_npy, ids_path)
         check_output_file(write_filtered, inputs, overwrite=force, what="--write-filtered")
-        output_format(write_filtered, filtered_format)
+        if output_format(write_filtered, filtered_format) == "hf":
+            from spurious.actions.hf_output import check_hf_target
+
+            check_hf_target(write_filtered, inputs, what="--write-filtered")
     feat: Any = features
     if features_npy is not None:
         feat = {
@@ -257,7 +260,14 @@ def aflite(
     output.finish(run, "aflite", print_rounds)
     if write_filtered is not None:
         scored = run.context.eval if eval_path is not None else run.context.train
-        path = write_filtered_fn(scored, res, write_filtered, filtered_format, field_map=fmap)
+        path = write_filtered_fn(
+            scored,
+            res,
+            write_filtered,
+            filtered_format,
+            field_map=fmap,
+            inputs=(data, eval_path, features_npy, ids_path),
+        )
         click.echo(f"filtered: {path} ({int((~res.scores['is_aflite_issue']).sum()):,} rows)")
 
 

@@ -336,8 +336,10 @@ def resample(
     from spurious.data import load_dataset
     from spurious.evaluate.prediction_bias import PAPER_QA_THRESHOLDS
     from spurious.heuristics import compute_heuristics, get_heuristic
+    from spurious.utils.io import check_not_an_input
 
     get_heuristic(heuristic)  # an unknown name fails before any work
+    check_not_an_input(out, [data, train_path], what="--out")  # even with --force
     if threshold is None and from_run is not None:
         threshold = _threshold_from_run(from_run, heuristic)
         click.echo(f"threshold {threshold:g} for {heuristic} from {from_run}")
@@ -369,6 +371,7 @@ def resample(
         replace=replace,
         random_state=seed,
         overwrite=force,
+        inputs=[train_path],
     )
     click.echo(
         f"{heuristic} <= {info.threshold:g}: {info.n_low}, > {info.threshold:g}: {info.n_high}; "

@@ -135,15 +135,80 @@ def check_output_file(
     from spurious.exceptions import ParameterError
 
     path = Path(path)
-    target = path.resolve()
-    for src in inputs:
-        if src is not None and Path(src).resolve() == target:
-            raise ParameterError(
-                f"{what} {str(path)!r} is an input of this run; inputs are never modified. "
-                "Choose another path."
-            )
+    check_not_an_input(path, inputs, what=what)
     if path.exists() and not overwrite:
         raise ParameterError(f"{what} {str(path)!r} exists; pass --force to replace it.")
     if path.parent.exists() and not os.access(path.parent, os.W_OK):
         raise ParameterError(f"{what} {str(path)!r}: its folder is not writable.")
     return path
+
+
+def input_paths(inputs: Any) -> list[Path]:
+    """The paths among ``inputs`` (``None`` and non-path values skipped, lists flattened)."""
+    found: list[Path] = []
+    if inputs is None:
+        return found
+    if isinstance(inputs, str | os.PathLike):
+        return [Path(inputs)]
+    if isinstance(inputs, dict):
+        inputs = list(inputs.values())
+    if not isinstance(inputs, list | tuple | set | frozenset):
+        return found  # a DataFrame, a datasets object...: not a path
+    for item in inputs:
+        found.extend(input_paths(item))
+    return found
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
+def check_not_an_input(out: str | os.PathLike[str], inputs: Any, *, what: str = "output") -> Path:
+    """Refuse an output location that would touch an input of the run.
+
+    ``out`` is refused when it is the same file as an input (``os.path.samefile`` when
+    both exist, else equal resolved paths, so links are followed), when it is a folder
+    that holds an input (an ancestor), or when it lies inside a folder input (a
+    descendant). ``inputs`` are paths (``None`` and non-path values are skipped; lists
+    and mappings are flattened); inputs that do not exist cannot be lost and are skipped.
+    Writers call it themselves, so the Python API is protected as well as the CLI.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "in.jsonl").write_text("{}")
+    >>> check_not_an_input(d, [d / "in.jsonl"], what="--out")
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.ParameterError: --out ... is a folder that holds ... an input of this run; inputs are never modified. Choose another path.
+    """
+    from spurious.exceptions import ParameterError
+
+    out = Path(out)
+    target = out.resolve()
+    for src in input_paths(inputs):
+        if not (src.exists() or src.is_symlink()):
+            continue
+        resolved = src.resolve()
+        if _same(out, src):
+            raise ParameterError(
+                f"{what} {str(out)!r} is an input of this run; inputs are never modified. "
+                "Choose another path."
+            )
+        if target in resolved.parents:
+            raise ParameterError(
+                f"{what} {str(out)!r} is a folder that holds {str(src)!r}, an input of this "
+                "run; inputs are never modified. Choose another path."
+            )
+        if resolved in target.parents:
+            raise ParameterError(
+                f"{what} {str(out)!r} lies inside the folder {str(src)!r}, an input of this "
+                "run; inputs are never modified. Choose another path."
+            )
+    return out

@@ -410,11 +410,11 @@ class AmplifiedSplits:
         )
         if hf:
             for d in self.definitions:
-                save_hf(self.to_hf(d, add_id=add_id), out / "hf" / d)
+                save_hf(self.to_hf(d, add_id=add_id), out / "hf" / d, inputs=inputs)
         for (d, name), (path, fmt) in plan.items():
             role, mask = self.definitions[d].splits[name]
             ds = self.train if role == "train" else self.eval
-            write_rows(ds, mask, path, fmt, add_id=add_id)
+            write_rows(ds, mask, path, fmt, add_id=add_id, inputs=inputs)
         summary = self.summary()
         summary["outputs"] = {
             "hf": {d: f"hf/{d}" for d in self.definitions} if hf else {},

@@ -225,7 +225,7 @@ def learning_curve_plot(curves: Mapping[str, Mapping[str, Any]]) -> str | None:
             linestyle="-" if split == "train" else "--", label=plots.plain(label),
         )  # fmt: skip
     ax.set_xlabel("epoch")
-    if all(float(e).is_integer() for *_, pts in series for e, _ in pts):
+    if all(e is not None and float(e).is_integer() for *_, pts in series for e, _ in pts):
         # Whole epochs only: no 1.5 / 2.5 ticks between them.
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("accuracy")

@@ -418,4 +418,3 @@ def _quantile_words(q: Any) -> str:
     """``(0.025, 0.975)`` -> ``"2.5% and 97.5%"`` (the analysis uses the default pair)."""
     lo, hi = (float(x) for x in q)
     return f"{lo:.1%} and {hi:.1%}".replace(".0%", "%")
-
