@@ -82,8 +82,9 @@ def load_inputs(
     Raises
     ------
     ParameterError
-        A file input that does not exist (naming the input and the path), or an
-        in-memory placeholder without its dataset.
+        A predictions, attributes or annotations file that does not exist (naming the
+        input and the path; a missing data or eval file is the loader's
+        ``DataFormatError``), or an in-memory placeholder without its dataset.
     """
     from spurious.data import load_dataset
 
