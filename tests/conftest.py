@@ -31,36 +31,33 @@ def _expected_skip_patterns() -> list[re.Pattern[str]]:
     return [re.compile(x.strip()) for x in lines if x.strip() and not x.lstrip().startswith("#")]
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
-    if not config.getoption("--strict-skips"):
-        return
+def unexpected_skips(config: pytest.Config) -> list[str]:
+    """``nodeid: reason`` of every skip whose reason no line of expected_skips.txt matches
+    (empty without ``--strict-skips``)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if not config.getoption("--strict-skips") or reporter is None:
+        return []
     patterns = _expected_skip_patterns()
-    unexpected = []
-    for report in terminalreporter.stats.get("skipped", []):
+    out = []
+    for report in reporter.stats.get("skipped", []):
         reason = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report)
         if not any(p.search(reason) for p in patterns):
-            unexpected.append(f"{report.nodeid}: {reason}")
+            out.append(f"{report.nodeid}: {reason}")
+    return out
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # Runs before the terminal summary; setting the status here sets the exit code.
+    if unexpected_skips(session.config):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    unexpected = unexpected_skips(config)
     if unexpected:
         terminalreporter.write_sep("=", "unexpected skips (--strict-skips)", red=True)
         for line in unexpected:
             terminalreporter.write_line(line)
-        config._spurious_unexpected_skips = len(unexpected)
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    # pytest_terminal_summary runs after this hook; count the skips here too.
-    config = session.config
-    if not config.getoption("--strict-skips"):
-        return
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is None:
-        return
-    patterns = _expected_skip_patterns()
-    for report in reporter.stats.get("skipped", []):
-        reason = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report)
-        if not any(p.search(reason) for p in patterns):
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-            return
 
 
 def shared_data(*parts: str) -> Path:

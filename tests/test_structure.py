@@ -7,6 +7,7 @@ The layering itself (no upward import, no circle) is checked by `lint-imports` i
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -70,3 +71,30 @@ def test_listing_analyses_imports_no_optional_dependency(module):
         f"print({module!r} in sys.modules)"
     )
     assert loaded == "False", f"listing the analyses imported {module}"
+
+
+def test_strict_skips_fails_on_an_unexpected_skip_only(tmp_path):
+    """CI's --strict-skips: an expected skip passes, any other skip fails the run."""
+    (tmp_path / "conftest.py").write_text(
+        "from tests.conftest import pytest_addoption, pytest_sessionfinish, "
+        "pytest_terminal_summary  # noqa: F401\n"
+    )
+    (tmp_path / "test_x.py").write_text(
+        "import pytest\n"
+        "def test_gpu():\n    pytest.skip('needs CUDA')\n"
+        "def test_data():\n    pytest.skip('real data not available')\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+
+    def run(selected: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--strict-skips",
+             str(tmp_path / "test_x.py"), "-k", selected, "--rootdir", str(tmp_path)],
+            capture_output=True, text=True, cwd=tmp_path, timeout=300,
+            env={**os.environ, "PYTHONPATH": str(root)},
+        )  # fmt: skip
+
+    assert run("gpu").returncode == 0
+    failed = run("data")
+    assert failed.returncode == 1, failed.stdout
+    assert "unexpected skips" in failed.stdout and "real data not available" in failed.stdout
