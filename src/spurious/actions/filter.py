@@ -347,6 +347,8 @@ def dataset_inputs(dataset: Dataset) -> list[Path]:
             groups = cache.values() if isinstance(cache, dict) else [cache]
             found += [Path(f["filename"]) for g in groups for f in g if f.get("filename")]
         except (AttributeError, TypeError, KeyError):
+            # An in-memory Dataset (no cache files) or another datasets layout: the
+            # source path above, when there is one, is still checked.
             pass
     return found
 
