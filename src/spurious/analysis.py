@@ -78,7 +78,9 @@ class Requirements:
     multi_field : bool
         A task with two or more text fields (partial inputs exist).
     tasks : tuple of str or None
-        Tasks the analysis applies to (``None``: any).
+        Tasks the analysis applies to (``None``: any task but multiple choice, which an
+        analysis names explicitly: its items choose among their own options, so a model
+        of "the label of the text" does not measure them).
     predictions : bool
         Model predictions for the scored split (``--predictions``).
     heuristics : bool
@@ -150,6 +152,11 @@ class Requirements:
         why: list[str] = []
         if self.tasks is not None and task.name not in self.tasks:
             why.append(f"applies to tasks {list(self.tasks)}, not {task.name!r}")
+        elif self.tasks is None and task.multiple_choice:
+            why.append(
+                f"does not score the options of multiple-choice items (task {task.name!r}): "
+                "it models a class of the text, and an item's gold letter is not one"
+            )
         if self.labels and not task.has_labels:
             why.append(f"needs class labels; task {task.name!r} has none")
         if self.multi_field and len(task.text_fields) < 2:

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import click
 
 #: Tasks every command accepts (kept literal so ``--help`` needs no package import).
-TASKS = ("nli", "pair", "text", "qa")
+TASKS = ("nli", "pair", "text", "qa", "mcq")
 TASK_CHOICE = click.Choice(list(TASKS))
 
 F = TypeVar("F", bound=Callable[..., Any])

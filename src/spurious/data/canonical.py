@@ -36,6 +36,8 @@ __all__ = [
 def check_fields(frame: pd.DataFrame, task: Task, name: str) -> None:
     """Raise unless ``frame`` has the task's text fields and its label (or answers)."""
     required = list(task.text_fields) + (["label"] if task.has_labels else ["answers"])
+    if task.multiple_choice:
+        required.append("options")
     missing = [f for f in required if f not in frame.columns]
     if missing:
         raise SchemaError(
@@ -272,6 +274,7 @@ def _content_ids(frame: pd.DataFrame, task: Task) -> list[str]:
     seen: dict[str, int] = {}
     out = []
     cols = list(task.text_fields) + (["label"] if task.has_labels else [])
+    cols += [c for c in ("options", "context") if c in frame.columns and task.multiple_choice]
     for values in frame[cols].itertuples(index=False, name=None):
         h = stable_hash(list(values), 12)
         k = seen.get(h, 0)

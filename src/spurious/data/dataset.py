@@ -18,12 +18,23 @@ from spurious.data.canonical import (
     normalise_ids,
     normalise_labels,
 )
+from spurious.data.mcq import normalise_mcq
 from spurious.data.tasks import Task, get_task
 from spurious.exceptions import EmptyDatasetError, ParameterError, SchemaError
 from spurious.utils.hashing import stable_hash
 
 #: Columns that are not text fields but may be present in ``Dataset.frame``.
-META_COLUMNS = ("id", "label", "label_id", "annotator_labels", "group", "answers", "answer_starts")
+META_COLUMNS = (
+    "id",
+    "label",
+    "label_id",
+    "annotator_labels",
+    "group",
+    "answers",
+    "answer_starts",
+    "options",
+    "context",
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -169,7 +180,9 @@ class Dataset:
         check_texts(frame, task, rows, name)
         check_label_names(label_names)
         kept = np.arange(len(frame))
-        if task.has_labels:
+        if task.multiple_choice:
+            frame, rows, label_names, kept = normalise_mcq(frame, rows, name, drop_no_gold)
+        elif task.has_labels:
             frame, rows, label_names, kept = normalise_labels(
                 frame,
                 rows,

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from spurious.data.dataset import Dataset, InputSource
+from spurious.data.mcq import canonical_mcq_frame, looks_headerless, read_mcq_folder, read_mmlu_csv
 from spurious.data.readers import (
     check_regular_file,
     hf_class_labels,
@@ -118,12 +119,16 @@ def load_dataset(
                 drop_no_gold=drop_no_gold,
             )
         raise DataFormatError(_not_found(os.fspath(source)))
-    raw = _read_source(source, split, format)
+    raw = _read_source(source, split, format, mcq=task_obj.multiple_choice)
     frame = raw.frame
     n_source_rows = len(frame)
     class_labels = hf_class_labels(raw.features)
     frame = _apply_class_labels(frame, class_labels)
-    frame, rename = _map_fields(frame, task_obj.name, field_map or {}, name or raw.default_name)
+    if task_obj.multiple_choice:
+        frame, used = canonical_mcq_frame(frame, field_map, name or raw.default_name)
+        rename = {col: target for target, col in used.items()}
+    else:
+        frame, rename = _map_fields(frame, task_obj.name, field_map or {}, name or raw.default_name)
     canonical_to_source = {target: col for col, target in rename.items()}
     label_col = canonical_to_source.get("label", "label")
     names = class_labels.get(label_col)
@@ -175,8 +180,14 @@ class _RawSource:
     split: str | None = None
 
 
-def _read_source(source: DataSource, split: str | None, format: str | None) -> _RawSource:
-    """Read a DataFrame, a Hugging Face object or an existing path (file or folder)."""
+def _read_source(
+    source: DataSource, split: str | None, format: str | None, mcq: bool = False
+) -> _RawSource:
+    """Read a DataFrame, a Hugging Face object or an existing path (file or folder).
+
+    ``mcq``: multiple-choice data, which also comes as MMLU's headerless CSVs and as a
+    folder of them (one per subject).
+    """
     if isinstance(source, pd.DataFrame):
         dup = source.columns[source.columns.duplicated()].unique().tolist()
         if dup:
@@ -192,18 +203,25 @@ def _read_source(source: DataSource, split: str | None, format: str | None) -> _
         frame, features, taken_split = _from_hf(source, split)
         return _RawSource(frame, None, "hf_dataset", "hf", features=features, split=taken_split)
     if isinstance(source, str | os.PathLike):
-        return _read_path(Path(source), split, format)
+        return _read_path(Path(source), split, format, mcq)
     raise ParameterError(
         "The 'source' parameter must be a file path, a pandas DataFrame or a Hugging Face "
         f"dataset. Got {type(source).__name__} instead."
     )
 
 
-def _read_path(path: Path, split: str | None, format: str | None) -> _RawSource:
+def _read_path(path: Path, split: str | None, format: str | None, mcq: bool = False) -> _RawSource:
     """Read an existing file, Parquet folder or ``save_to_disk`` folder."""
     taken_split: str | None = None
     check_regular_file(path)  # before any peek into the file: a FIFO would block
-    if is_hf_disk_folder(path) and format in (None, "hf_disk"):
+    fmt_guess = (format or infer_format(path)) if mcq and not path.is_dir() else format
+    if mcq and path.is_dir() and not is_hf_disk_folder(path) and any(path.glob("*.csv")):
+        fmt = "csv_folder"
+        frame, rows = read_mcq_folder(path)
+    elif mcq and fmt_guess == "csv" and looks_headerless(path):
+        fmt = "csv_headerless"
+        frame, rows = read_mmlu_csv(path)
+    elif is_hf_disk_folder(path) and format in (None, "hf_disk"):
         fmt = "hf_disk"
         frame, rows = read_hf_disk(path, split)
         taken_split = split

@@ -22,6 +22,9 @@ class Task:
     #: Which text field was written by annotators given the label (the "elicited" one).
     elicited_field: str | None = None
     has_labels: bool = True
+    #: Items choose one of their own ``options`` (a list column); the label is the gold
+    #: option's letter and position (see :mod:`spurious.data.mcq`).
+    multiple_choice: bool = False
 
 
 #: name -> :class:`Task`.
@@ -38,6 +41,9 @@ for _task in (
     Task("text", ("text",)),
     # QA rows are labelled by answer spans, not by a class.
     Task("qa", ("question", "context"), has_labels=False),
+    # Multiple choice: a question, 2-10 options (a list column, not a text field: models
+    # score each option) and the gold option's letter (label) and position (label_id).
+    Task("mcq", ("question",), multiple_choice=True),
 ):
     TASKS.register(_task.name, _task)
 del _task
