@@ -45,9 +45,9 @@ __all__ = [
     "MAX_OPTIONS",
     "canonical_mcq_frame",
     "normalise_mcq",
+    "option_counts",
     "read_mcq_folder",
     "read_mmlu_csv",
-    "option_counts",
 ]
 
 #: Most options an item may have.
