@@ -19,8 +19,8 @@ happened to be imported first. Plugins add kinds with
 Examples
 --------
 >>> sorted(BUILTIN)  # doctest: +NORMALIZE_WHITESPACE
-['cv_folds', 'features', 'fitted_featurizer', 'heuristics', 'hidden_states',
- 'lexical_counts', 'trained_model', 'training_dynamics']
+['cv_folds', 'features', 'fitted_featurizer', 'fitted_option_featurizer', 'heuristics',
+ 'hidden_states', 'lexical_counts', 'option_blocks', 'trained_model', 'training_dynamics']
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ BUILTIN: dict[str, str] = {
     "trained_model": "spurious.artifacts.finetune:trained_model",
     "hidden_states": "spurious.artifacts.finetune:hidden_states",
     "training_dynamics": "spurious.artifacts.dynamics:training_dynamics",
+    "fitted_option_featurizer": "spurious.artifacts.mcq:fitted_option_featurizer",
+    "option_blocks": "spurious.artifacts.mcq:option_blocks",
 }
 
 
