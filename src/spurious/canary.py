@@ -63,6 +63,8 @@ def default_plants(dataset: Dataset) -> list[dict[str, str]]:
     ...     make_nli_artifacts(n=30, random_state=0).dataset)]
     ['token@hypothesis', 'token@premise', 'length@hypothesis', 'overlap@hypothesis']
     """
+    if dataset.task.multiple_choice:
+        return [{"kind": "token", "field": "options"}, {"kind": "length", "field": "options"}]
     fields = list(dataset.task.text_fields)
     main = default_field(dataset)
     plants = [{"kind": "token", "field": main}]
@@ -234,6 +236,13 @@ def _subsample(data: Dataset, n: int, rng: np.random.Generator) -> Dataset:
 def _shuffled(data: Dataset, rng: np.random.Generator) -> Dataset:
     """The same rows and ids with the labels permuted (label counts kept)."""
     frame = data.frame.copy()
+    if data.task.multiple_choice:
+        # A gold drawn uniformly among each item's own options (a permuted letter could
+        # point past an item's last option).
+        k = frame["options"].map(len).to_numpy()
+        frame["label_id"] = (rng.random(len(frame)) * k).astype(np.int64)
+        frame["label"] = [data.label_names[i] for i in frame["label_id"]]
+        return Dataset(data.task, frame, data.label_names, f"{data.name}-shuffled")
     order = rng.permutation(len(frame))
     frame["label"] = frame["label"].to_numpy()[order]
     frame["label_id"] = frame["label_id"].to_numpy()[order]

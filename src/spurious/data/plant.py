@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from spurious.data.dataset import Dataset
+from spurious.data.plant_mcq import plant_gold_options
 from spurious.exceptions import ParameterError
 from spurious.utils.validation import Interval, StrOptions, check_params
 
@@ -72,6 +73,8 @@ def default_field(dataset: Dataset) -> str:
     >>> default_field(make_nli_artifacts(n=30, random_state=0).dataset)
     'hypothesis'
     """
+    if dataset.task.multiple_choice:
+        return "options"  # the gold option of an item (spurious.data.plant_mcq)
     return dataset.task.text_fields[-1]
 
 
@@ -94,7 +97,9 @@ def plant_shortcut(
     Parameters
     ----------
     dataset : Dataset
-        A labelled dataset (tasks ``nli``, ``pair``, ``text``).
+        A labelled dataset (tasks ``nli``, ``pair``, ``text``; ``mcq``: see
+        :mod:`spurious.data.plant_mcq`, the plant goes into the gold option of ``rate``
+        of all items and ``label`` / ``field`` are not used).
     kind : {"token", "length", "overlap"}, default="token"
         See the module docstring; ``"overlap"`` needs two text fields.
     rate : float in (0, 1], default=0.05
@@ -144,6 +149,15 @@ def plant_shortcut(
         "plant_shortcut",
     )
     task = dataset.task
+    if task.multiple_choice:
+        # Into the gold option of ``rate`` of all items (whatever their letter).
+        copy, planted, spec = plant_gold_options(
+            dataset, kind, rate=rate, token=token, random_state=random_state
+        )
+        spec["random_state"] = random_state if isinstance(random_state, int | None) else "Generator"
+        if kind == "token":
+            spec["token"] = token
+        return PlantedData(copy, planted, spec)
     if not task.has_labels:
         raise ParameterError(
             f"plant_shortcut needs class labels; task {task.name!r} has none. Got a "
