@@ -148,10 +148,11 @@ def test_duplicate_options_drop_the_item_loudly_or_raise(caplog):
     frame = pd.DataFrame(
         {"question": ["q1", "q2"], "options": [["x", "x ", "y"], ["Rr", "rr"]], "label": [0, 1]}
     )
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO):
         ds = load_dataset(frame, "mcq")
     assert len(ds) == 1 and ds.frame["options"].iloc[0] == ["Rr", "rr"]  # case counts
     assert "dropped 1 item(s) whose options repeat a text" in caplog.text
+    assert ds.frame.attrs["n_dropped_duplicate_options"] == 1  # the run warns with it
     with pytest.raises(SchemaError, match="options A and B are the same text"):
         load_dataset(frame, "mcq", drop_no_gold=False)
 

@@ -218,6 +218,12 @@ def _row_notes(ds: Dataset, inputs: Mapping[str, Any]) -> list[str]:
             f"{ds.name}: {no_answer:,} of {len(ds):,} questions have no gold answer; they "
             "score as undefined and are left out of every mean."
         )
+    repeated = int(ds.frame.attrs.get("n_dropped_duplicate_options", 0))
+    if repeated:
+        notes.append(
+            f"{ds.name}: {repeated:,} of {repeated + len(ds):,} items repeat an option text "
+            "(the gold is ambiguous or the item easier) and were left out."
+        )
     for field_name, k in (ds.frame.attrs.get("n_empty_text") or {}).items():
         notes.append(f"{ds.name}: {k:,} of {len(ds):,} rows have an empty {field_name!r}.")
     return notes

@@ -386,7 +386,9 @@ def normalise_mcq(
         # would make the benchmark unreadable, so such items are left out, loudly.
         # Ids name an item across the files of a folder; row numbers are per file.
         where = (frame["id"] if "id" in frame else pd.Series(rows))[dup].tolist()[:5]
-        logger.warning(
+        # INFO here, as for rows without a gold label: a run says it once, as a warning
+        # (spurious.inputs), with the count in frame.attrs.
+        logger.info(
             "%s: dropped %d item(s) whose options repeat a text (%s%s; e.g. %s); a "
             "repeated option makes the gold ambiguous or the item easier. Pass "
             "drop_no_gold=False to make this an error.",
