@@ -42,7 +42,7 @@ SIZE = _SizeType()
 
 @click.command("aflite")
 @options.data_argument()
-@options.task_option()
+@options.task_option(mcq=True)
 @options.eval_option(
     "Evaluation split to filter (paper 004; mode 'eval'): classifiers train on DATA only and "
     "every round removes all evaluation examples with p >= tau. Scores are then per "

@@ -51,7 +51,7 @@ def fail_on_option(f: Any) -> Any:
 @click.command()
 @options.data_argument()
 @click.argument("extra_predictions", nargs=-1, type=options.INPUT_FILE)
-@options.task_option()
+@options.task_option(mcq=True)
 @options.input_options
 @options.eval_option(
     "Held-out evaluation split: probes train on DATA and are scored here; predictions "
@@ -155,6 +155,7 @@ def audit(
       spurious audit dev.jsonl --task nli --quick
       spurious audit train.jsonl --task nli --eval dev.jsonl --out runs/audit
       spurious audit dev-v1.1.json --task qa --predictions preds/*.json
+      spurious audit mmlu/test/ --task mcq --quick   # a folder of MMLU subject CSVs
       spurious audit dev.jsonl --task nli --quick --fail-on moderate   # CI gate
       spurious audit train.jsonl --task nli --quick --canary   # what would it detect?
     """

@@ -96,7 +96,7 @@ def _cell(bias: float | None, worse: float | None, sd: float | None = None) -> s
 @click.command("bias")
 @options.data_argument()
 @click.argument("extra_predictions", nargs=-1, type=click.Path(path_type=Path))
-@options.task_option("Task of DATA (qa for SQuAD files).")
+@options.task_option("Task of DATA (qa for SQuAD files).", mcq=True)
 @options.predictions_option(
     "A model's prediction file: SQuAD's {id: answer} JSON, or JSONL/CSV/TSV with id and "
     "prediction (label names or ids). Repeatable; files after the first (e.g. from a shell "

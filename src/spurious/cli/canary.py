@@ -32,7 +32,7 @@ def _plants(items: tuple[str, ...]) -> list[dict[str, str]] | None:
 
 @click.command()
 @options.data_argument(exists=True)
-@options.task_option()
+@options.task_option(mcq=True)
 @options.input_options
 @options.opt(
     "--only",

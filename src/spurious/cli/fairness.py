@@ -39,7 +39,7 @@ def _adversaries(items: tuple[str, ...]) -> list[str] | dict[str, str]:
 @click.command()
 @options.data_argument()
 @click.argument("extra_predictions", nargs=-1, type=options.INPUT_FILE)
-@options.task_option()
+@options.task_option(mcq=True)
 @options.input_options
 @options.eval_option(
     "Evaluation split to filter adversarially (AFLite's classifiers train on DATA); the "

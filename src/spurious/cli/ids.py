@@ -18,7 +18,7 @@ from spurious.cli import options
 
 @click.command("ids")
 @options.data_argument(exists=True)
-@options.task_option("Task of DATA.")
+@options.task_option("Task of DATA.", mcq=True)
 @options.input_options
 @options.opt(
     "--out",

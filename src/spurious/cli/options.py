@@ -10,8 +10,15 @@ from typing import Any, TypeVar
 import click
 
 #: Tasks every command accepts (kept literal so ``--help`` needs no package import).
-TASKS = ("nli", "pair", "text", "qa", "mcq")
+TASKS = ("nli", "pair", "text", "qa")
 TASK_CHOICE = click.Choice(list(TASKS))
+#: ... and the commands whose analyses score multiple-choice items (audit, aflite,
+#: fairness, bias, canary, ids): ``mcq``.
+TASKS_MC = (*TASKS, "mcq")
+TASK_HELP_MC = (
+    " mcq: multiple-choice items (a question, 2-10 options, the gold letter or index; ARC /"
+    " CommonsenseQA JSONL, MMLU CSVs or a folder of them, Hugging Face layouts)."
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -43,8 +50,12 @@ def data_argument(*, exists: bool = False) -> Callable[[F], F]:
     )
 
 
-def task_option(help: str = "Task of the data.") -> Callable[[F], F]:
-    """``--task`` (required)."""
+def task_option(help: str = "Task of the data.", *, mcq: bool = False) -> Callable[[F], F]:
+    """``--task`` (required); ``mcq=True`` for the commands that handle multiple choice."""
+    if mcq:
+        return click.option(
+            "--task", type=click.Choice(list(TASKS_MC)), required=True, help=help + TASK_HELP_MC
+        )
     return click.option("--task", type=TASK_CHOICE, required=True, help=help)
 
 
@@ -78,7 +89,8 @@ def field_map_option(f: F) -> F:
         multiple=True,
         metavar="CANONICAL=COLUMN",
         help="Map a source column to a canonical field, repeatable "
-        "(e.g. --field-map premise=sentence1).",
+        "(e.g. --field-map premise=sentence1; multiple choice: question, context, options, "
+        "label, id, group, with several option columns as --field-map options=sol1,sol2).",
     )(f)
 
 
