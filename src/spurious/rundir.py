@@ -35,6 +35,7 @@ __all__ = [
     "check_run_dir",
     "dataset_entry",
     "prepare_out",
+    "release_out",
     "write_manifest",
 ]
 
@@ -64,9 +65,16 @@ def write_manifest(
     results: Mapping[str, Result],
     timings: dict[str, float],
     warnings: Sequence[str] = (),
+    status: str = "complete",
 ) -> Path:
-    """Write ``out/manifest.json`` atomically."""
+    """Write ``out/manifest.json`` atomically.
+
+    ``status`` is ``"running"`` for the manifest :func:`prepare_out` writes before the
+    first result (so an interrupted run is recognised as this run, and continued by the
+    same command) and ``"complete"`` once every analysis has a result.
+    """
     manifest = {
+        "status": status,
         "command": command if isinstance(command, str) else " ".join(map(str, command)),
         "created": now_iso(),
         "library_version": __version__,
@@ -83,8 +91,13 @@ def write_manifest(
     return atomic_write_json(Path(out) / "manifest.json", manifest)
 
 
+#: The lock a run holds on its directory while it writes (left in place: removing a lock
+#: file another process may have opened would let two runs hold "the" lock).
+LOCK_FILE = ".spurious-run.lock"
 #: Files a run writes at the top of its directory (besides one folder per analysis).
-RUN_FILES = ("manifest.json", "report.html")
+RUN_FILES = ("manifest.json", "report.html", LOCK_FILE)
+#: Open lock files of the runs of this process, by directory.
+_HELD: dict[str, Any] = {}
 #: Temp files of interrupted atomic writes older than this are removed by the next run.
 STALE_TMP_SECONDS = 60.0
 
@@ -95,9 +108,17 @@ def prepare_out(
     *,
     force: bool = False,
     inputs: Any = (),
+    command: Sequence[str] | str | None = None,
 ) -> Path:
     """Make ``out`` ready for a run of ``config``; refuse to mix runs or lose files.
 
+    - the run takes an exclusive lock on ``out`` (``.spurious-run.lock``) first, so a
+      second run started into the same folder at the same time stops with an error
+      instead of mixing its results in; :func:`release_out` (or the end of the process)
+      releases it;
+    - with ``command``, a manifest with ``"status": "running"`` and this config is written
+      before any result, so a run interrupted before its final manifest is recognised as
+      the same run and the same command continues it;
     - ``out`` must be a directory or not exist, and be writable;
     - ``out`` must not be, hold or lie inside an input of the run (the paths in
       ``config["inputs"]``: data, eval, predictions, attributes, annotations,
@@ -122,33 +143,104 @@ def prepare_out(
     if out.exists() and not out.is_dir():
         raise ParameterError(f"--out {str(out)!r} exists and is not a directory.")
     check_not_an_input(out, [config_input_paths(config), inputs], what="--out")
-    if out.is_dir() and any(out.iterdir()):
-        previous = _previous_config(out)
-        same = previous is not None and previous == to_jsonable(dict(config))
-        if not same and not force:
-            what = "a different run" if previous is not None else "other files"
-            raise ParameterError(
-                f"--out {str(out)!r} already holds {what}; results of two runs are never "
-                "mixed. Choose a new directory, or pass --force to replace that run's files."
-            )
-        if not same:
-            foreign = None if previous is not None else _foreign_entry(out)
-            if foreign is not None:
-                raise ParameterError(
-                    f"--out {str(out)!r} is not a run directory (it holds {foreign.name!r} "
-                    "and no manifest.json); --force only replaces a run's files. Choose a "
-                    "new directory."
-                )
-            _remove_run_files(out)
+    created = _lock(out)
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        _check_contents(out, config, force)
+        _check_writable(out)
+    except BaseException:
+        release_out(out)
+        if created:  # a refused folder is left exactly as it was
+            (out / LOCK_FILE).unlink(missing_ok=True)
+        raise
+    # Under the lock no other run writes here, so every temp file is a leftover.
+    _remove_stale_temp_files(out, max_age=0.0 if _fcntl() is not None else STALE_TMP_SECONDS)
+    if command is not None:
+        write_manifest(out, command=command, config=dict(config), seed=config.get("seed"),
+                       datasets={}, results={}, timings={}, status="running")  # fmt: skip
+    return out
+
+
+def _check_contents(out: Path, config: Mapping[str, Any], force: bool) -> None:
+    """Refuse a non-empty ``out`` that holds another run or other files (see prepare_out)."""
+    if not any(p.name != LOCK_FILE for p in out.iterdir()):
+        return
+    previous = _previous_config(out)
+    same = previous is not None and previous == to_jsonable(dict(config))
+    if not same and not force:
+        what = "a different run" if previous is not None else "other files"
+        raise ParameterError(
+            f"--out {str(out)!r} already holds {what}; results of two runs are never "
+            "mixed. Choose a new directory, or pass --force to replace that run's files."
+        )
+    if not same:
+        foreign = None if previous is not None else _foreign_entry(out)
+        if foreign is not None:
+            raise ParameterError(
+                f"--out {str(out)!r} is not a run directory (it holds {foreign.name!r} "
+                "and no manifest.json); --force only replaces a run's files. Choose a "
+                "new directory."
+            )
+        _remove_run_files(out)
+
+
+def _check_writable(out: Path) -> None:
+    try:
         probe = out / f".write-test-{os.getpid()}.tmp"
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as e:
         raise ParameterError(f"--out {str(out)!r} is not writable: {e.strerror or e}.") from None
-    _remove_stale_temp_files(out)
-    return out
+
+
+def release_out(out: str | os.PathLike[str]) -> None:
+    """Release the lock :func:`prepare_out` took on ``out`` (nothing if none is held)."""
+    fh = _HELD.pop(os.path.realpath(out), None)
+    if fh is not None:
+        fh.close()  # closing the descriptor releases the flock
+
+
+def _fcntl() -> Any:
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks; the emptiness check remains
+        return None
+    return fcntl
+
+
+def _lock(out: Path) -> bool:
+    """Take the exclusive lock of ``out`` (created if needed), or raise if a run holds it.
+
+    Returns whether the lock file was created here.
+    """
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ParameterError(f"--out {str(out)!r} is not writable: {e.strerror or e}.") from None
+    fcntl, key = _fcntl(), os.path.realpath(out)
+    if fcntl is None:
+        return False
+    created = not (out / LOCK_FILE).exists()
+    release_out(out)  # a run of this process that failed without releasing it
+    try:
+        fh = open(out / LOCK_FILE, "a+")  # noqa: SIM115 -- held open for the whole run
+    except OSError as e:
+        raise ParameterError(f"--out {str(out)!r} is not writable: {e.strerror or e}.") from None
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        fh.seek(0)
+        holder = fh.read().strip() or "another process"
+        fh.close()
+        raise ParameterError(
+            f"--out {str(out)!r} is being written by another run ({holder}); two runs never "
+            "write one folder. Wait for it to finish, or choose another --out."
+        ) from None
+    fh.seek(0)
+    fh.truncate()
+    fh.write(f"pid {os.getpid()}\n")
+    fh.flush()
+    _HELD[key] = fh
+    return created
 
 
 #: Keys of ``config["inputs"]`` that name input files or folders.
@@ -186,19 +278,19 @@ def _previous_config(out: Path) -> Any:
 
 
 def _remove_run_files(out: Path) -> None:
-
     for name in RUN_FILES:
-        (out / name).unlink(missing_ok=True)
+        if name != LOCK_FILE:  # held by this run
+            (out / name).unlink(missing_ok=True)
     for folder in out.iterdir():
         if folder.is_dir() and (folder / "result.json").exists():
             shutil.rmtree(folder)
 
 
-def _remove_stale_temp_files(out: Path) -> None:
+def _remove_stale_temp_files(out: Path, max_age: float = STALE_TMP_SECONDS) -> None:
     now = time.time()
     for tmp in [*out.glob(".*.tmp"), *out.glob("*/.*.tmp")]:
         try:
-            if now - tmp.stat().st_mtime >= STALE_TMP_SECONDS:
+            if now - tmp.stat().st_mtime >= max_age:
                 tmp.unlink()
         except OSError:  # removed meanwhile, or not ours to remove
             continue
@@ -222,6 +314,11 @@ def check_run_dir(run_dir: str | Path) -> list[str]:
     if (run_dir / "manifest.json").exists():
         try:
             manifest = read_json(run_dir / "manifest.json")
+            if manifest.get("status") == "running":
+                problems.append(
+                    "the run did not finish (its manifest says 'running': interrupted, or "
+                    "still writing); re-run the same command to continue it."
+                )
             datasets = manifest.get("datasets") or {}
             expected = {k: v["fingerprint"] for k, v in datasets.items() if "fingerprint" in v}
         except (OSError, ValueError, AttributeError, TypeError, KeyError) as e:

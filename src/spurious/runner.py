@@ -2,10 +2,9 @@
 
 ::
 
-    config (plain data) -> load inputs -> RunContext -> analyses
+    config -> load inputs -> RunContext -> lock DIR, manifest "running" -> analyses
         -> for each: skipped (requirements unmet) | run | failed   -> DIR/<name>/
-        -> DIR/manifest.json (config, seed, versions, datasets, statuses, timings)
-        -> DIR/report.html
+        -> DIR/manifest.json "complete" -> DIR/report.html
 
 A run's *config* is plain data (JSON or YAML)::
 
@@ -16,9 +15,8 @@ A run's *config* is plain data (JSON or YAML)::
      "seed": 0}
 
 and the manifest stores it, so ``spurious run --config DIR/manifest.json`` (or
-:func:`run_config`) re-runs the same run: same inputs, same parameters, same numbers.
-Synthetic inputs are described by their generator (``{"synthetic": {"generator":
-"nli_artifacts", ...}}``) so the demo re-runs too.
+:func:`run_config`) re-runs the same run (same inputs, parameters and numbers); synthetic
+inputs are described by their generator, so the demo re-runs too.
 
 The run directory layout is in ``docs/run-directory.md``. An analysis whose requirements
 are not met is recorded as ``skipped`` with the reason; one that raises is recorded as
@@ -61,6 +59,9 @@ from spurious.rundir import (
 )
 from spurious.rundir import (
     prepare_out as prepare_out,
+)
+from spurious.rundir import (
+    release_out,
 )
 from spurious.rundir import (
     write_manifest as write_manifest,
@@ -373,7 +374,7 @@ def execute(
         if not analysis.unmet(ctx):
             analysis.check(ctx)  # parameters that cannot fit these inputs fail here
     if out is not None:
-        out = prepare_out(out, config, force=force)
+        out = prepare_out(out, config, force=force, command=command)
     timings = {"load_s": time.perf_counter() - t0}
     if before_run is not None:
         before_run(ctx, analyses)
@@ -405,6 +406,7 @@ def execute(
             from spurious.report import render_report
 
             run.report = render_report(out)
+        release_out(out)
     return run
 
 
