@@ -27,6 +27,7 @@ from markupsafe import Markup
 
 from spurious._version import __version__
 from spurious.exceptions import ResultLoadError
+from spurious.report.answer import build_answer, render_answer
 from spurious.report.canary import canary_block
 from spurious.report.components import (
     callout,
@@ -341,6 +342,7 @@ def _page(
     entries: list[ReportEntry],
     warnings: list[str],
     canary: Markup | None = None,
+    run_dir: Path | None = None,
 ) -> str:
     """The complete HTML document for ``entries`` (in page order); ``canary`` is the
     canary block (:mod:`spurious.report.canary`), shown after the sections."""
@@ -368,7 +370,8 @@ def _page(
             title=f"spurious report: {name}",
             run=_run_context(name, manifest, entries),
             entries=shown,
-            overview=render_overview(overview),
+            overview=render_answer(build_answer(overview, manifest, run_dir or Path(".")))
+            + render_overview(overview),
             counts=overview.counts,
             n_analyses=n,
             warnings=warnings,
@@ -410,7 +413,7 @@ def build_report_html(run_dir: str | Path) -> str:
     expected = _manifest_fingerprints(manifest)
     entries = [_load_entry(folder, expected) for folder in _result_folders(run_dir, order)]
     canary = canary_block(run_dir, manifest)
-    return _page(run_dir.resolve().name, manifest, entries, warnings, canary)
+    return _page(run_dir.resolve().name, manifest, entries, warnings, canary, run_dir)
 
 
 def render_report(run_dir: str | Path) -> Path:
@@ -506,7 +509,7 @@ def render(
     name = str(
         manifest.get("name") or (path.parent.name if path.name == REPORT_FILENAME else path.stem)
     )
-    html = _page(name or "report", manifest, entries, [])
+    html = _page(name or "report", manifest, entries, [], run_dir=path.parent)
     path.parent.mkdir(parents=True, exist_ok=True)
     _write_full_tables([r for _, r in items], path.parent)
     out = atomic_write_text(path, html)
