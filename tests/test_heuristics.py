@@ -416,7 +416,9 @@ def test_max_word_label_pmi_needs_train(toy_train: Dataset) -> None:
 def test_registry_lists_every_heuristic() -> None:
     assert list_heuristics("qa") == QA_NAMES
     assert list_heuristics("nli") == NLI_NAMES
-    assert set(HEURISTICS) == set(QA_NAMES) | set(NLI_NAMES)
+    mcq = list_heuristics("mcq")
+    assert "gold_is_longest" in mcq and "option_count" in mcq
+    assert set(HEURISTICS) == set(QA_NAMES) | set(NLI_NAMES) | set(mcq)
     with pytest.raises(ParameterError, match="Unknown heuristic 'nope'"):
         get_heuristic("nope")
     assert isinstance(HEURISTICS, Registry) and "word_distance" in HEURISTICS

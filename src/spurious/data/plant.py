@@ -149,15 +149,9 @@ def plant_shortcut(
         "plant_shortcut",
     )
     task = dataset.task
-    if task.multiple_choice:
-        # Into the gold option of ``rate`` of all items (whatever their letter).
-        copy, planted, spec = plant_gold_options(
-            dataset, kind, rate=rate, token=token, random_state=random_state
-        )
-        spec["random_state"] = random_state if isinstance(random_state, int | None) else "Generator"
-        if kind == "token":
-            spec["token"] = token
-        return PlantedData(copy, planted, spec)
+    if task.multiple_choice:  # into the gold option of ``rate`` of all items
+        return PlantedData(*plant_gold_options(dataset, kind, rate=rate, token=token,
+                                               random_state=random_state))  # fmt: skip
     if not task.has_labels:
         raise ParameterError(
             f"plant_shortcut needs class labels; task {task.name!r} has none. Got a "

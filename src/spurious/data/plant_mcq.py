@@ -88,5 +88,8 @@ def plant_gold_options(
     planted[rows] = True
     copy = Dataset(dataset.task, frame, dataset.label_names, f"{dataset.name}+{kind}@gold")
     spec = {"kind": kind, "field": "options", "label": "gold", "rate": float(rate),
-            "n_planted": int(k), "n_label": n}  # fmt: skip
+            "n_planted": int(k), "n_label": n,
+            "random_state": random_state if isinstance(random_state, int | None) else "Generator"}  # fmt: skip
+    if kind == "token":
+        spec["token"] = token
     return copy, planted, spec

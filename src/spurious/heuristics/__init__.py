@@ -12,7 +12,7 @@ Examples
 ['answer_length', 'answer_sentence_rank', 'entity_count', 'qa_tfidf_similarity', 'shared_words', 'subject_position', 'word_distance']
 """
 
-from spurious.heuristics import nli, qa  # noqa: F401  (importing registers the heuristics)
+from spurious.heuristics import mcq, nli, qa  # noqa: F401  (importing registers the heuristics)
 from spurious.heuristics.base import (
     HEURISTICS,
     STOPWORDS,

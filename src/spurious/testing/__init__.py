@@ -18,8 +18,10 @@ or, in a pytest suite, one test per check::
 
 The checks run on small synthetic NLI data (:func:`spurious.data.synthetic.make_nli_artifacts`:
 210 training and 90 evaluation examples, and the predictions of two made-up models), so
-they take seconds per analysis with its ``fast_params``. A seed is set only where the
-analysis has one (a parameter called ``random_state`` or declared with the
+they take seconds per analysis with its ``fast_params``; an analysis of multiple-choice
+items only gets as many synthetic items with a planted length cue instead
+(:func:`spurious.data.synthetic_mcq.make_mcq_artifacts`, predictions as letters). A seed
+is set only where the analysis has one (a parameter called ``random_state`` or declared with the
 ``"random_state"`` constraint); an analysis without a seed must be deterministic as it is.
 
 What the checks require (the names are the ``<check>`` part of the test ids):
@@ -75,7 +77,7 @@ from typing import TYPE_CHECKING, Any
 
 from spurious.analysis import Analysis
 from spurious.testing.checks import CHECKS, CheckFn
-from spurious.testing.data import Data, Inputs, default_inputs
+from spurious.testing.data import Data, Inputs, default_inputs_for
 from spurious.testing.support import analysis_label, as_instance
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -166,8 +168,12 @@ def analysis_checks(
     >>> names[:3]
     ['class_attributes', 'parameter_constraints', 'invalid_parameters']
     """
-    as_instance(cls_or_instance, {})  # fail early on something that is not an analysis
-    inputs = default_inputs if data is None else functools.cache(lambda: Inputs.build(data))
+    analysis = as_instance(cls_or_instance, {})  # fail early on something that is not one
+    inputs = (
+        default_inputs_for(analysis)
+        if data is None
+        else functools.cache(lambda: Inputs.build(data))
+    )
     for name, fn in CHECKS:
         yield name, _BoundCheck(name, fn, inputs)
 

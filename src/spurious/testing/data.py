@@ -4,24 +4,38 @@
 and a shared :class:`~spurious.context.RunContext` (features and heuristics built once
 for every check), with fresh and label-shuffled contexts on the same rows.
 :func:`default_inputs` builds it on the synthetic NLI data
-(:func:`spurious.data.synthetic.make_nli_artifacts`) on first use.
+(:func:`spurious.data.synthetic.make_nli_artifacts`) on first use; an analysis that
+applies to multiple-choice items only gets synthetic items with a planted length cue
+(:func:`spurious.data.synthetic_mcq.make_mcq_artifacts`) instead
+(:func:`default_inputs_for`).
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from spurious.data.dataset import Dataset
+from spurious.data.mcq import option_counts
 from spurious.data.predictions import PredictionSet, align_predictions
 
 if TYPE_CHECKING:  # pragma: no cover
+    from spurious.analysis import Analysis
     from spurious.context import RunContext
 
-__all__ = ["Data", "Inputs", "default_inputs", "model_predictions", "tiny_dataset"]
+__all__ = [
+    "Data",
+    "Inputs",
+    "default_inputs",
+    "default_inputs_for",
+    "model_predictions",
+    "synthetic_task",
+    "tiny_dataset",
+]
 
 #: What ``data`` may be: ``None`` (the built-in synthetic NLI data), a labelled
 #: :class:`~spurious.data.Dataset` (split 70/30) or a ``(train, eval)`` pair.
@@ -39,8 +53,14 @@ class Inputs:
     _shuffled: dict[int, tuple[Dataset, Dataset, list[PredictionSet]]] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, data: Data) -> Inputs:
-        if data is None:
+    def build(cls, data: Data, task: str = "nli") -> Inputs:
+        """Inputs on ``data``; without data, on synthetic data of ``task`` ("nli", "mcq")."""
+        if data is None and task == "mcq":
+            from spurious.data.synthetic_mcq import make_mcq_artifacts
+
+            items = make_mcq_artifacts(n=300, artifact="length", artifact_rate=0.6, random_state=5)
+            train, test = items.dataset.split(0.3, random_state=0)
+        elif data is None:
             from spurious.data.synthetic import make_nli_artifacts
 
             synthetic = make_nli_artifacts(n=300, artifact_rate=0.8, random_state=5)
@@ -88,9 +108,29 @@ class Inputs:
 
 
 @functools.cache
-def default_inputs() -> Inputs:
-    """The inputs on the built-in synthetic NLI data, built once per process."""
-    return Inputs.build(None)
+def default_inputs(task: str = "nli") -> Inputs:
+    """The inputs on the built-in synthetic data of ``task`` ("nli" or "mcq"), built once
+    per process."""
+    return Inputs.build(None, task)
+
+
+def synthetic_task(analysis: Analysis) -> str:
+    """The synthetic data the checks of ``analysis`` run on: ``"mcq"`` for an analysis of
+    multiple-choice items only (it would be skipped on NLI), else ``"nli"``.
+
+    Examples
+    --------
+    >>> from spurious.analysis import get_analysis
+    >>> synthetic_task(get_analysis("atlas")())
+    'nli'
+    """
+    tasks = analysis.requirements().tasks
+    return "mcq" if tasks is not None and "nli" not in tasks and "mcq" in tasks else "nli"
+
+
+def default_inputs_for(analysis: Analysis) -> Callable[[], Inputs]:
+    """``inputs()`` for the checks of ``analysis``: the shared synthetic data it can run on."""
+    return functools.partial(default_inputs, synthetic_task(analysis))
 
 
 def model_predictions(test: Dataset) -> list[PredictionSet]:
@@ -107,15 +147,26 @@ def _predictions(test: Dataset, name: str, noise: float, seed: int) -> Predictio
     last = test.frame[test.task.text_fields[-1]].astype(str)
     short = last.str.split().str.len().to_numpy() < 6
     wrong = rng.random(len(test)) < np.where(short, 2 * noise, noise)
-    labels = np.where(wrong, (test.labels + 1) % test.n_classes, test.labels)
+    # A wrong answer is another class; for multiple choice, another of the item's options.
+    n_choices = option_counts(test.frame) if test.task.multiple_choice else test.n_classes
+    labels = np.where(wrong, (test.labels + 1) % n_choices, test.labels)
     names = np.asarray(test.label_names, dtype=object)
     return align_predictions(dict(zip(test.ids, names[labels], strict=True)), test, name=name)
 
 
 def _shuffled(ds: Dataset, seed: int) -> Dataset:
-    """The same rows and ids with the labels permuted: any association with the text is gone."""
+    """The same rows and ids with the labels permuted: any association with the text is gone.
+
+    Multiple-choice items get their gold re-drawn uniformly among their own options (a
+    permutation across items could name an option an item does not have), so no option
+    or position cue is left."""
     frame = ds.frame.drop(columns=["label_id"], errors="ignore").copy()
-    frame["label"] = np.random.default_rng(seed).permutation(frame["label"].to_numpy())
+    rng = np.random.default_rng(seed)
+    if ds.task.multiple_choice:
+        k = option_counts(ds.frame)
+        frame["label"] = (rng.random(len(k)) * k).astype(np.int64)
+    else:
+        frame["label"] = rng.permutation(frame["label"].to_numpy())
     return Dataset.from_frame(
         frame, ds.task, label_names=ds.label_names, name=f"{ds.name}-shuffled"
     )

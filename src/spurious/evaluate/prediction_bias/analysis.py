@@ -78,7 +78,10 @@ class PredictionBias(Analysis):
         "How much better a model does on one side of a heuristic split than on the other "
         "(bootstrapped prediction bias, Think Twice paper 001 Alg. 1 and App. C)."
     )
-    requires: ClassVar[Requirements] = Requirements(predictions=True, heuristics=True)
+    # Every task, multiple choice included (its heuristics are model-free answer cues).
+    requires: ClassVar[Requirements] = Requirements(
+        predictions=True, heuristics=True, tasks=("nli", "pair", "text", "qa", "mcq")
+    )
     metric_docs: ClassVar[dict[str, str]] = {
         "overall_<model>": "Mean per-example score of the model, [0, 1].",
         "bias_<model>_<heuristic>": "Prediction bias: gap between the groups' bootstrap "
