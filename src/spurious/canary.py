@@ -250,14 +250,17 @@ def _shuffled(data: Dataset, rng: np.random.Generator) -> Dataset:
 
 
 def _plan(
-    analyses: Sequence[str] | Mapping[str, Mapping[str, Any]] | None, profile: str, seed: int
+    analyses: Sequence[str] | Mapping[str, Mapping[str, Any]] | None,
+    profile: str,
+    seed: int,
+    task: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     from spurious.analysis import load_analyses
     from spurious.runner import audit_plan
 
     registry = load_analyses()
     if analyses is None:
-        return audit_plan(profile=profile, seed=seed)
+        return audit_plan(profile=profile, seed=seed, task=task)
     if isinstance(analyses, Mapping):
         plan = {}
         for name, params in analyses.items():
@@ -358,7 +361,7 @@ def run_canary(
     label = data.label_names[0] if label is None else label
     plants = _check_plants(data, plants, rates)
     grid = _Grid(
-        plan=_plan(analyses, profile, random_state),
+        plan=_plan(analyses, profile, random_state, data.task.name),
         plants=plants,
         label=label,
         token_kw={} if token is None else {"token": token},

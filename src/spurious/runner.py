@@ -46,6 +46,7 @@ from spurious.exceptions import (
     as_missing_dependency,
 )
 from spurious.inputs import INPUT_KEYS, load_inputs
+from spurious.plan import audit_plan as audit_plan
 from spurious.provenance import Provenance
 from spurious.results import Result
 from spurious.rundir import (
@@ -540,7 +541,7 @@ def run(
     for key, reading, default in readings:
         if reading != default:
             inputs[key] = reading
-    spec = audit_plan(profile=profile, seed=seed) if analyses is None else analyses
+    spec = audit_plan(profile=profile, seed=seed, task=task) if analyses is None else analyses
     if not isinstance(spec, Mapping):
         spec = {name: {} for name in spec}
     spec = {n: {**_seeded(n, seed, p)} for n, p in spec.items()}
@@ -555,45 +556,3 @@ def _seeded(name: str, seed: int, params: Mapping[str, Any]) -> dict[str, Any]:
     if "random_state" in cls().get_params(deep=False):
         out.setdefault("random_state", seed)
     return out
-
-
-def audit_plan(
-    *,
-    profile: str = "full",
-    seed: int = 0,
-    only: Sequence[str] = (),
-    skip: Sequence[str] = (),
-    overrides: Mapping[str, Mapping[str, Any]] | None = None,
-    shared: Mapping[str, Any] | None = None,
-) -> dict[str, dict[str, Any]]:
-    """``{name: params}`` of every analysis ``spurious audit`` runs, in run order.
-
-    Run order is each class' ``audit_order`` (model-free analyses first), then the name.
-
-    Every registered analysis with ``in_audit`` is planned; whether its requirements are
-    met is decided at run time (unmet -> skipped with the reason). ``shared`` parameters
-    (e.g. ``{"features": "minilm"}``) go to every analysis that has that parameter, so
-    analyses share one representation; ``overrides`` (``{name: {param: value}}``) win
-    over the profile and ``shared``.
-    """
-    registry = load_analyses()
-    for name in [*only, *skip, *(overrides or {})]:
-        registry.get(name)  # unknown names fail early, listing the known ones
-    plan: dict[str, dict[str, Any]] = {}
-    ordered = sorted(registry.items(), key=lambda item: (item[1].audit_order, item[0]))
-    for name, cls in ordered:
-        if (only and name not in only) or name in skip or not (cls.in_audit or name in only):
-            continue
-        own = cls().get_params(deep=False)
-        params = dict(cls.profiles.get(profile, {}))
-        params.update({k: v for k, v in (shared or {}).items() if k in own})
-        if "random_state" in own:
-            params["random_state"] = seed
-        params.update((overrides or {}).get(name, {}))
-        plan[name] = params
-    if not plan:
-        raise ParameterError(
-            f"No analysis left to run (only={list(only)}, skip={list(skip)}); known: "
-            f"{registry.names()}."
-        )
-    return plan

@@ -170,6 +170,7 @@ def audit(
         skip=skip,
         overrides=parse_set(overrides),
         shared={"features": features},
+        task=task,
     )
     config = {
         "inputs": options.run_inputs(

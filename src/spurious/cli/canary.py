@@ -137,6 +137,7 @@ def canary(
         only=only,
         overrides=parse_set(overrides),
         shared={"features": features} if features else None,
+        task=task,
     )
     click.echo(
         f"canary: {len(dataset):,} examples; analyses: {', '.join(plan)}; "
