@@ -16,13 +16,21 @@ import pandas as pd
 
 from spurious.exceptions import AnalysisError, ParameterError
 from spurious.models.dynamics.crossfit import crossfit_dynamics
+from spurious.models.dynamics.options import option_dynamics
 from spurious.models.dynamics.probe import FAST_OPTIONS, probe_dynamics
 from spurious.models.dynamics.record import PATHS, TrainingDynamics, load_dynamics
 
 if TYPE_CHECKING:  # pragma: no cover
     from spurious.context import RunContext
 
-__all__ = ["training_dynamics"]
+__all__ = ["MC_LEXICAL", "option_feature_spec", "option_view", "training_dynamics"]
+
+#: The ``features`` spec of the option blocks' lexical cues (length, overlap, position,
+#: numbers) on multiple-choice items; any other spec but the bag-of-words ones names a
+#: sentence encoder (see :class:`spurious.features.mcq.OptionFeaturizer`).
+MC_LEXICAL = "lexical"
+#: Bag-of-words specs, which describe a text, not the options of an item.
+_BAG_OF_WORDS = ("bow", "tfidf")
 
 
 def training_dynamics(
@@ -41,6 +49,12 @@ def training_dynamics(
     """Provider of ``ctx.artifact("training_dynamics", ...)``: dynamics of ``ctx.train``
     (and of ``ctx.eval`` when present, from the model trained on ``ctx.train`` only).
 
+    Multiple-choice items (task ``mcq``) take the option path on ``path="fast"``:
+    :func:`~spurious.models.dynamics.option_dynamics` on the run's shared option blocks
+    (``ctx.artifact("option_blocks", ...)``), views ``full``, ``choices_only`` or
+    ``question_only``, ``features`` ``"lexical"`` or a sentence encoder; ``p_gold`` is
+    the gold option's probability among the item's own options.
+
     Parameters
     ----------
     ctx : RunContext
@@ -50,9 +64,11 @@ def training_dynamics(
         :func:`spurious.artifacts.finetune.finetune_dynamics` (the fine-tuning engine);
         ``"load"``: :func:`load_dynamics` of the folder ``source``.
     view : str, default="full"
-        A view name of the task (``"hypothesis_only"`` for partial-input cartography).
+        A view name of the task (``"hypothesis_only"`` for partial-input cartography;
+        ``"choices_only"`` for multiple-choice items).
     features : str, default="minilm"
-        Featurizer spec of the fast path.
+        Featurizer spec of the fast path (on multiple-choice items, of the option blocks:
+        ``"lexical"`` or a sentence encoder).
     model : str, optional
         ``"mlp"`` or ``"linear"`` on the fast path (default ``"mlp"``); the model the
         fine-tuning engine trains on the fine-tune path (default: the engine's).
@@ -90,7 +106,8 @@ def training_dynamics(
         raise ParameterError(
             f"The 'path' option of training dynamics must be one of {list(PATHS)}; got {path!r}."
         )
-    view_name = get_view(ctx.train.task, view).name
+    mc = ctx.train.task.multiple_choice
+    view_name = option_view(view) if mc else get_view(ctx.train.task, view).name
     if held_out_folds is not None:
         if path != "fast":
             raise ParameterError(
@@ -110,11 +127,21 @@ def training_dynamics(
         _check_covers(dyn, ctx)
         return dyn
     if path == "finetune":
+        if mc:
+            raise AnalysisError(
+                "path='finetune' trains a classifier of the text, which does not score the "
+                "options of multiple-choice items (task 'mcq'); use path='fast' (an option "
+                "scorer on option blocks) or path='load'."
+            )
         return _finetune_dynamics(ctx, view_name, model, epochs, random_state, options)
     if not isinstance(features, str):
         raise ParameterError(
             "The 'features' option of training dynamics must be a featurizer spec (str); got "
             f"{type(features).__name__}."
+        )
+    if mc:
+        return _option_dynamics(
+            ctx, view_name, features, model, epochs, random_state, held_out_folds, options
         )
     start = time.perf_counter()
     X_train = ctx.features(features, view_name, split="train")
@@ -166,6 +193,114 @@ def training_dynamics(
         "n_train": len(ctx.train),
         "n_eval": 0 if ctx.eval is None else len(ctx.eval),
         "n_features": int(X_train.shape[1]),
+        "feature_s": round(feature_s, 4),
+        "train_s": round(time.perf_counter() - start, 4),
+    }
+    return TrainingDynamics(frame, list(ctx.train.label_names), meta)
+
+
+def option_view(view: str) -> str:
+    """``view`` checked as a view of multiple-choice items (``MC_VIEWS``).
+
+    Examples
+    --------
+    >>> option_view("choices_only")
+    'choices_only'
+    """
+    from spurious.features.mcq import MC_VIEWS
+
+    if view not in MC_VIEWS:
+        raise ParameterError(
+            f"The 'view' option of training dynamics must be one of {list(MC_VIEWS)} for "
+            f"multiple-choice items; got {view!r}."
+        )
+    return view
+
+
+def option_feature_spec(features: str) -> str:
+    """``features`` checked as a spec of option blocks: ``"lexical"`` or a sentence encoder.
+
+    The bag-of-words specs describe one text, and an item's options are scored one by
+    one, so they are refused with what to use instead.
+
+    Examples
+    --------
+    >>> option_feature_spec("lexical"), option_feature_spec("minilm")
+    ('lexical', 'minilm')
+    """
+    if features in _BAG_OF_WORDS:
+        raise ParameterError(
+            f"The 'features' option must be {MC_LEXICAL!r} (the option cues: length, overlap, "
+            "position, numbers) or a sentence encoder ('minilm', a model folder) on "
+            f"multiple-choice items; got {features!r}, a bag of words of one text."
+        )
+    return features
+
+
+def _option_dynamics(
+    ctx: RunContext,
+    view: str,
+    features: str,
+    model: str | None,
+    epochs: int | None,
+    random_state: int | None,
+    held_out_folds: int | None,
+    options: dict[str, Any],
+) -> TrainingDynamics:
+    """The fast path of multiple-choice items: an option scorer on the run's option blocks."""
+    unknown = sorted(set(options) - set(FAST_OPTIONS))
+    if unknown:
+        raise ParameterError(
+            f"Unknown fast-path training option(s) {unknown}; valid: {list(FAST_OPTIONS)}."
+        )
+    spec = option_feature_spec(features)
+    start = time.perf_counter()
+    blocks = {
+        split: ctx.artifact("option_blocks", features=spec, view=view, split=split, n_components=32)
+        for split in ("train", *(("eval",) if ctx.eval is not None else ()))
+    }
+    feature_s = time.perf_counter() - start
+    model = model or "mlp"
+    epochs = 10 if epochs is None else epochs
+    common = {"n_features": blocks["train"].n_features, "model": model, "epochs": epochs}
+    start = time.perf_counter()
+    if held_out_folds is not None:
+        frame = crossfit_dynamics(
+            blocks["train"].X,
+            ctx.train.labels,
+            n_folds=held_out_folds,
+            ids=ctx.train.ids,
+            random_state=random_state,
+            maker=option_dynamics,
+            **common,
+            **options,
+        )
+    else:
+        frame = option_dynamics(
+            blocks["train"].X,
+            ctx.train.labels,
+            None if ctx.eval is None else blocks["eval"].X,
+            None if ctx.eval is None else ctx.eval.labels,
+            train_ids=ctx.train.ids,
+            eval_ids=None if ctx.eval is None else ctx.eval.ids,
+            random_state=random_state,
+            **common,
+            **options,
+        )
+    meta = {
+        "path": "fast",
+        "task": "mcq",
+        "view": view,
+        "features": spec,
+        "model": model,
+        "epochs": epochs,
+        "random_state": random_state,
+        "options": dict(options),
+        "held_out_folds": held_out_folds,
+        "n_train": len(ctx.train),
+        "n_eval": 0 if ctx.eval is None else len(ctx.eval),
+        "n_features": int(blocks["train"].n_features),
+        "n_blocks": int(blocks["train"].n_blocks),
         "feature_s": round(feature_s, 4),
         "train_s": round(time.perf_counter() - start, 4),
     }

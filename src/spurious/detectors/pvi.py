@@ -298,6 +298,19 @@ class PVI(Detector):
             return Requirements(labels=True, eval_split=True, trained_model=True)
         return type(self).requires
 
+    def unmet(self, context: RunContext) -> list[str]:
+        """Why PVI cannot run here; multiple choice gets its own reason."""
+        if context.train.task.multiple_choice:
+            return [
+                "PVI compares a model of p(label | input) with the label prior of empty "
+                "inputs, here the partial-input analysis' classifiers; a multiple-choice "
+                "item's gold letter is a position among its own options, not a class of its "
+                "text, and the prior would be only the letters' base rates - choices-only "
+                "leakage is measured by mc_leakage, how hard each item is for an option "
+                "scorer by cartography"
+            ]
+        return super().unmet(context)
+
     def check(self, context: RunContext) -> None:
         """Conditions name partial views; fine-tuning needs an evaluation split."""
         self._models().check(context)

@@ -33,7 +33,9 @@ example columns, marks, the report's examples and tables), which ranks examples 
 regions with :mod:`~spurious.detectors.cartography.regions` (plain functions); the
 numbers of a map and the agreement of two maps are in
 :mod:`~spurious.detectors.cartography.stats`, the headline, summary and notes in
-:mod:`~spurious.detectors.cartography.verdict`.
+:mod:`~spurious.detectors.cartography.verdict`. Multiple-choice items (task ``mcq``) are
+mapped with an option scorer's dynamics; their views, per-item chance ``1/k`` and
+permuted-gold null are in :mod:`~spurious.detectors.cartography.mcq`.
 """
 
 from spurious.detectors.cartography.analysis import (

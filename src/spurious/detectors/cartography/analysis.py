@@ -24,6 +24,7 @@ from spurious.context import RunContext
 from spurious.data.dataset import Dataset
 from spurious.data.tasks import Task
 from spurious.detectors.base import Detector
+from spurious.detectors.cartography import mcq
 from spurious.detectors.cartography.maps import (
     VIEW_COLUMNS,
     anti_biased_by_label,
@@ -59,16 +60,19 @@ _RESERVED_OPTIONS = ("path", "view", "features", "epochs", "model", "random_stat
 
 def default_partial_view(task: Task) -> str | None:
     """The partial input paper 002 maps (Sec. 4.1): hypothesis-only for NLI, the first
-    text of other pairs (the first question for QQP); ``None`` for single-text tasks.
+    text of other pairs (the first question for QQP), the options alone for multiple
+    choice; ``None`` for single-text tasks.
 
     Examples
     --------
     >>> from spurious.data.tasks import get_task
-    >>> default_partial_view(get_task("nli")), default_partial_view(get_task("pair"))
-    ('hypothesis_only', 'text_a_only')
+    >>> default_partial_view(get_task("nli")), default_partial_view(get_task("mcq"))
+    ('hypothesis_only', 'choices_only')
     >>> default_partial_view(get_task("text")) is None
     True
     """
+    if task.multiple_choice:
+        return mcq.MC_PARTIAL_VIEW
     if len(task.text_fields) < 2:
         return None
     field = task.elicited_field or task.text_fields[0]
@@ -89,13 +93,18 @@ class Cartography(Detector):
         the full view, the partial view then taking the fast path.
     features : str, default="minilm"
         Featurizer spec of the fast path (``"bow"``, ``"tfidf"``, ``"minilm"``, a model
-        folder); the matrices are shared with the other analyses of the run.
+        folder); the matrices are shared with the other analyses of the run. On
+        multiple-choice items (task ``mcq``) the spec of the option blocks an option
+        scorer reads: ``"lexical"`` (option cues) or a sentence encoder.
     view : str, default="full"
-        The input the mapped model sees.
+        The input the mapped model sees (multiple choice: ``full``, ``choices_only``,
+        ``question_only``).
     partial_view : str or None, default="auto"
         The partial input mapped beside it (partial-input cartography, paper 002 Sec. 3):
-        ``"auto"`` = hypothesis-only for NLI, the first text for other pairs, none for
-        single texts; ``None`` = no partial-input map.
+        ``"auto"`` = hypothesis-only for NLI, the first text for other pairs, the options
+        alone (``choices_only``) for multiple choice, none for single texts; ``None`` =
+        no partial-input map. Multiple-choice maps rank by confidence above the item's
+        chance ``1/k`` (see :mod:`~spurious.detectors.cartography.mcq`).
     epochs : int, optional
         Training epochs; default 10 on the fast path (paper 002 Table 8: at most 10 for
         base models), the engine's default (3) when fine-tuning.
@@ -152,7 +161,7 @@ class Cartography(Detector):
         "paper 002 Sec. 3 after Swayamdipta et al. 2020."
     )
     requires: ClassVar[Requirements] = Requirements(
-        labels=True, features=True, training_dynamics=True
+        labels=True, features=True, training_dynamics=True, tasks=("nli", "pair", "text", "mcq")
     )
 
     def requirements(self) -> Requirements:
@@ -222,7 +231,9 @@ class Cartography(Detector):
         "forgetting": "Correct -> incorrect transitions between consecutive epochs, >= 0.",
         "region": "easy_to_learn, ambiguous, hard_to_learn or other (see assign_regions).",
         "anti_biased": "Among the q% lowest-confidence (most hard-to-learn) examples.",
-        "cartography_score": "1 - confidence, [0, 1]; higher = harder to learn.",
+        "cartography_score": "1 - confidence, [0, 1]; higher = harder to learn (multiple "
+        "choice: (1 - confidence) / (1 - 1/k), 1 = at chance).",
+        "n_options": "Multiple-choice items: options k of the item (chance = 1/k).",
         "is_cartography_issue": "Same as anti_biased.",
         "partial_<column>": "The same columns from the partial-input model.",
     }
@@ -319,12 +330,14 @@ class Cartography(Detector):
                 )
             from spurious.features import make_featurizer
 
-            make_featurizer(self.features)
+            if self.features != "lexical":  # the option cues of multiple-choice items
+                make_featurizer(self.features)
 
     def check(self, context: RunContext) -> None:
         """Views exist for the task; the fine-tuning engine is installed for that path;
         held-out folds only without an evaluation split, and no more than examples."""
         self._views(context.train.task)
+        mcq.check_task_features(self, context)
         if self.held_out_folds is not None:
             if context.eval is not None:
                 raise ParameterError(
@@ -346,6 +359,8 @@ class Cartography(Detector):
             )
 
     def _views(self, task: Task) -> tuple[str, str | None]:
+        if task.multiple_choice:
+            return mcq.option_views(self)
         full = get_view(task, self.view).name
         auto = self.partial_view == "auto"
         partial = default_partial_view(task) if auto else self.partial_view
@@ -388,6 +403,7 @@ class Cartography(Detector):
             hard_fraction=self.hard_fraction,
             easy_fraction=self.easy_fraction,
             anti_biased_fraction=self.anti_biased_fraction,
+            chance=mcq.item_chance(dataset),
         )
 
     def _null_spearman(
@@ -406,6 +422,8 @@ class Cartography(Detector):
         """
         from spurious.models.dynamics import crossfit_dynamics, probe_dynamics
 
+        if ctx.train.task.multiple_choice:
+            return mcq.mc_null_spearman(self, ctx, (full_view, partial_view), split, scored, draw)
         seed = 0 if self.random_state is None else self.random_state
         rng = np.random.default_rng([seed, 7, draw])
         y_train = rng.permutation(ctx.train.labels)
@@ -456,6 +474,8 @@ class Cartography(Detector):
         table = self._map(dyn, split, scored)
         names = np.asarray(scored.label_names, dtype=object)
         scores = pd.DataFrame({"id": scored.ids, "label": names[scored.labels]})
+        if scored.task.multiple_choice:
+            scores["n_options"] = mcq.n_options(scored)
         for col in VIEW_COLUMNS:
             scores[col] = table[col].to_numpy()
         scores["is_cartography_issue"] = table["anti_biased"].to_numpy()
@@ -488,6 +508,7 @@ class Cartography(Detector):
             "learning_curves": {"full": learning_curves(dyn)},
             "dynamics": {"full": plain_meta(dyn.meta)},
             "anti_biased_by_label": {"full": anti_biased_by_label(table, scored)},
+            **(mcq.mc_details(scored) if scored.task.multiple_choice else {}),
         }
 
         partial_table = None
@@ -544,7 +565,7 @@ class Cartography(Detector):
         for col in VIEW_COLUMNS:
             scores[f"partial_{col}"] = partial_table[col].to_numpy()
         metrics.update(view_metrics(partial_table, pdyn, split, "partial_"))
-        rho = spearman_or_none(table["confidence"], partial_table["confidence"])
+        rho = spearman_or_none(table["rank_confidence"], partial_table["rank_confidence"])
         if rho is not None:
             metrics["spearman_confidence"] = rho
             lo, hi = spearman_interval(rho, len(scored))

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from spurious.data.dataset import Dataset
+from spurious.data.mcq import LETTERS
 from spurious.detectors.cartography.regions import REGIONS, anti_biased_mask, assign_regions
 from spurious.exceptions import AnalysisError
 from spurious.models.dynamics import TrainingDynamics, cartography_stats
@@ -40,8 +41,15 @@ def map_view(
     hard_fraction: float,
     easy_fraction: float,
     anti_biased_fraction: float,
+    chance: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """The per-view columns for ``dataset``'s examples, in its row order."""
+    """The per-view columns for ``dataset``'s examples, in its row order.
+
+    ``chance`` (multiple-choice items: ``1 / k`` per item) makes the ranks use
+    confidence above chance, ``(confidence - chance) / (1 - chance)``, and the score
+    ``(1 - confidence) / (1 - chance)``; the ranked value is the ``rank_confidence``
+    column (the confidence itself without ``chance``).
+    """
     stats = cartography_stats(dyn, split).set_index("id")
     ids = [str(i) for i in dataset.ids]
     missing = [i for i in ids if i not in stats.index]
@@ -53,6 +61,8 @@ def map_view(
     stats = stats.loc[ids]
     conf = stats["confidence"].to_numpy()
     var = stats["variability"].to_numpy()
+    # An item of k options starts at 1/k under a uniform guess: rank what is above it.
+    rank = conf if chance is None else (conf - chance) / (1.0 - chance)
     out = pd.DataFrame(
         {
             "confidence": conf,
@@ -60,14 +70,15 @@ def map_view(
             "correctness": stats["correctness"].to_numpy(),
             "forgetting": stats["forgetting"].to_numpy().astype(np.int64),
             "region": assign_regions(
-                conf,
+                rank,
                 var,
                 ambiguous_fraction=ambiguous_fraction,
                 hard_fraction=hard_fraction,
                 easy_fraction=easy_fraction,
             ),
-            "anti_biased": anti_biased_mask(conf, anti_biased_fraction),
-            "cartography_score": 1.0 - conf,
+            "anti_biased": anti_biased_mask(rank, anti_biased_fraction),
+            "cartography_score": 1.0 - rank,
+            "rank_confidence": rank,
         }
     )
     out.attrs["n_recordings"] = int(stats["n_recordings"].iloc[0]) if len(stats) else 0
@@ -116,6 +127,9 @@ def region_examples(
         for i in rows:
             ex: dict[str, Any] = {"id": str(dataset.ids[i]), "label": str(names[labels[i]])}
             ex.update({f: str(dataset.frame[f].iloc[i]) for f in fields})
+            if dataset.task.multiple_choice:
+                opts = dataset.frame["options"].iloc[i]
+                ex["options"] = " | ".join(f"{LETTERS[j]}) {o}" for j, o in enumerate(opts))
             for col in ("confidence", "variability", "correctness", "forgetting"):
                 ex[col] = float(table[col].iloc[i])
             ex["anti_biased"] = bool(table["anti_biased"].iloc[i])

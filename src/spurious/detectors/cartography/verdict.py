@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from spurious.context import RunContext
+from spurious.detectors.cartography.mcq import MC_FAST_PATH_NOTE
 from spurious.detectors.cartography.regions import REGIONS
 from spurious.results import Headline
 
@@ -31,7 +32,15 @@ FAST_PATH_NOTE = (
 def map_notes(analysis: Cartography, ctx: RunContext) -> list[str]:
     """What the reader must know about how the map was made (the report shows these)."""
     notes = []
-    if analysis.path == "fast":
+    if analysis.path == "fast" and ctx.train.task.multiple_choice:
+        notes.append(
+            MC_FAST_PATH_NOTE.format(
+                model=analysis.model or "mlp",
+                features=analysis.features,
+                epochs=10 if analysis.epochs is None else analysis.epochs,
+            )
+        )
+    elif analysis.path == "fast":
         notes.append(
             FAST_PATH_NOTE.format(
                 features=analysis.features,

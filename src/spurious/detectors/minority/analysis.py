@@ -284,6 +284,18 @@ class MinorityExamples(Detector):
             return int(self.task_epochs)
         return 0 if self.features.startswith("finetuned:") else 10
 
+    def unmet(self, context: RunContext) -> list[str]:
+        """Why the analysis cannot run here; multiple choice gets its own reason."""
+        if context.train.task.multiple_choice:
+            return [
+                "minority examples are those whose gold label is not their cluster's majority "
+                "label; a multiple-choice item's gold letter is its answer's position among "
+                "its own options (reordering them changes it), not a class the items of a "
+                "cluster share - anti-biased items come from cartography (hard-to-learn for "
+                "an option scorer), option cues from mc_cues"
+            ]
+        return super().unmet(context)
+
     def check(self, context: RunContext) -> None:
         """The view exists for the task."""
         get_view(context.train.task, self.view)

@@ -304,9 +304,17 @@ class Peco(Detector):
             make_featurizer(self.features)
 
     def unmet(self, context: RunContext) -> list[str]:
-        """Why PECO cannot run here; a single-text task gets PECO's own reason."""
+        """Why PECO cannot run here; a single-text task or multiple choice gets PECO's own
+        reason."""
         why = super().unmet(context)
         task = context.train.task
+        if task.multiple_choice:
+            return [
+                "PECO compares label-conditioned distributions of one elicited sentence's "
+                "embeddings; a multiple-choice item's gold letter is not a class of any one "
+                "sentence, and an item's gold and distractors are not independent samples - "
+                "choices-only leakage is measured by mc_leakage"
+            ]
         if len(task.text_fields) < 2:
             why = [w for w in why if not w.startswith("needs two or more text fields")]
             why.append(

@@ -14,6 +14,9 @@ This package holds the record and everything that makes or moves one:
 - :func:`probe_dynamics`: the *fast path* (issue 8 part 3), a small MLP or a linear
   softmax layer trained for a few epochs on frozen features (cached sentence
   embeddings), recording every training and evaluation example after every epoch;
+- :func:`option_dynamics`: the fast path for multiple-choice items, an option scorer
+  (shared weights over each item's option blocks, softmax over its real options) whose
+  record holds the gold option's probability;
 - :func:`crossfit_dynamics`: held-out dynamics of a training split without an evaluation
   split (each example recorded by a probe trained on the other folds);
 - the paths that make a record (:data:`PATHS`); the ``"training_dynamics"`` artifact
@@ -24,13 +27,15 @@ Dynamics of the evaluation split come from the model trained on the training spl
 recorded after each epoch as one would record validation accuracy (paper 002 Sec. 3 and
 footnote 5: "we are **not** fine-tuning on the test set").
 
-Modules, in the order the data flows: :mod:`~spurious.models.dynamics.probe` (the fast
-path makes a dynamics frame), :mod:`~spurious.models.dynamics.record` (the record and its
-Parquet + JSON files), :mod:`~spurious.models.dynamics.cartography_files` (allenai's
-jsonl files) and :mod:`~spurious.models.dynamics.stats` (the summary statistics).
+Modules, in the order the data flows: :mod:`~spurious.models.dynamics.probe` and
+:mod:`~spurious.models.dynamics.options` (the fast paths make a dynamics frame),
+:mod:`~spurious.models.dynamics.record` (the record and its Parquet + JSON files),
+:mod:`~spurious.models.dynamics.cartography_files` (allenai's jsonl files) and
+:mod:`~spurious.models.dynamics.stats` (the summary statistics).
 """
 
 from spurious.models.dynamics.crossfit import crossfit_dynamics, stratified_folds
+from spurious.models.dynamics.options import option_dynamics, permute_gold_within_counts
 from spurious.models.dynamics.probe import FAST_MODELS, FAST_OPTIONS, probe_dynamics
 from spurious.models.dynamics.record import (
     DYNAMICS_COLUMNS,
@@ -51,6 +56,8 @@ __all__ = [
     "cartography_stats",
     "crossfit_dynamics",
     "load_dynamics",
+    "option_dynamics",
+    "permute_gold_within_counts",
     "probe_dynamics",
     "stratified_folds",
 ]

@@ -13,7 +13,7 @@ in-sample dynamics (Spearman 0.275 vs 0.229).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -60,6 +60,7 @@ def crossfit_dynamics(
     n_folds: int = 2,
     ids: Sequence[Any] | np.ndarray | None = None,
     random_state: int | None = 0,
+    maker: Callable[..., pd.DataFrame] | None = None,
     **options: Any,
 ) -> pd.DataFrame:
     """Dynamics of every example from a probe that never trained on it (``split="train"``).
@@ -74,10 +75,15 @@ def crossfit_dynamics(
         Example ids (default: row numbers as strings).
     random_state : int or None, default=0
         Seeds the folds and each fold's probe (seed + fold).
+    maker : callable, optional
+        What records a fold: ``maker(X_fit, y_fit, X_held, y_held, train_ids=...,
+        eval_ids=..., random_state=..., **options)`` returning a dynamics frame. Default
+        :func:`~spurious.models.dynamics.probe_dynamics`;
+        :func:`~spurious.models.dynamics.option_dynamics` for multiple-choice items
+        (``y`` the gold positions, folds stratified by them).
     **options
-        :func:`~spurious.models.dynamics.probe_dynamics` keywords (``model``, ``epochs``,
-        ``lr``, ``batch_size``, ``n_classes`` ...). The batch size default follows each
-        fold's training size.
+        Keywords of ``maker`` (``model``, ``epochs``, ``lr``, ``batch_size``,
+        ``n_classes`` ...). The batch size default follows each fold's training size.
 
     Returns
     -------
@@ -97,13 +103,15 @@ def crossfit_dynamics(
     yv = _check_labels(y, Xm.shape[0], "y")
     id_arr = _ids(ids, Xm.shape[0], "ids")
     folds = stratified_folds(yv, n_folds, random_state)
-    if "n_classes" not in options:
-        options["n_classes"] = int(yv.max()) + 1 if len(yv) else 0
+    if maker is None:
+        maker = probe_dynamics
+        if "n_classes" not in options:
+            options["n_classes"] = int(yv.max()) + 1 if len(yv) else 0
     base = 0 if random_state is None else int(random_state)
     parts = []
     for f in range(n_folds):
         held, fit = np.flatnonzero(folds == f), np.flatnonzero(folds != f)
-        frame = probe_dynamics(
+        frame = maker(
             Xm[fit],
             yv[fit],
             Xm[held],

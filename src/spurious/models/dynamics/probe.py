@@ -222,11 +222,11 @@ def _check_options(
     hidden_size: Any,
     records_per_epoch: Any,
     lr: Any,
+    owner: str = "probe_dynamics",
 ) -> None:
     if model not in FAST_MODELS:
         raise ParameterError(
-            f"The 'model' parameter of probe_dynamics must be one of {list(FAST_MODELS)}; got "
-            f"{model!r}."
+            f"The 'model' parameter of {owner} must be one of {list(FAST_MODELS)}; got {model!r}."
         )
     for name, value, low in (
         ("epochs", epochs, 1),
@@ -236,10 +236,10 @@ def _check_options(
     ):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
             raise ParameterError(
-                f"The {name!r} parameter of probe_dynamics must be an int >= {low}; got {value!r}."
+                f"The {name!r} parameter of {owner} must be an int >= {low}; got {value!r}."
             )
     if not (isinstance(lr, int | float) and lr > 0):
-        raise ParameterError(f"The 'lr' parameter of probe_dynamics must be > 0; got {lr!r}.")
+        raise ParameterError(f"The 'lr' parameter of {owner} must be > 0; got {lr!r}.")
 
 
 def _check_data(
