@@ -45,7 +45,9 @@ def align_predictions(
         Example id -> answer text (QA) or label name / label id (classification), a
         correctness flag (``kind="correctness"``; JSON booleans are recognised), or
         probabilities (a list in the dataset's label order or ``{label: p}``).
-        Ids are compared as strings.
+        Ids are compared as strings. Multiple choice (task ``mcq``): a letter or 0-based
+        option index within the item's options, or a list of per-option scores of the
+        item's own length (``{letter: score}`` too); see :func:`load_predictions`.
     dataset : Dataset
     name : str
         Model name.
@@ -80,6 +82,16 @@ def align_predictions(
     >>> p = align_predictions({"1": [0.2, 0.8], "2": [0.9, 0.1]}, ds)  # label order neg, pos
     >>> p.kind, p.values.tolist()
     ('probabilities', [1, 0])
+
+    Multiple choice: letters, indices or per-option log-probabilities, per item:
+
+    >>> mc = Dataset.from_frame(pd.DataFrame({"id": ["q1", "q2"], "question": ["?", "?"],
+    ...     "options": [["x", "y", "z"], ["u", "v"]], "label": ["B", "A"]}), "mcq")
+    >>> align_predictions({"q1": "C", "q2": 0}, mc).values.tolist()
+    [2, 0]
+    >>> p = align_predictions({"q1": [-2.0, -0.1, -3.0], "q2": [-0.6, -0.8]}, mc)
+    >>> p.values.tolist(), p.probabilities.shape
+    ([1, 0], (2, 3))
     """
     check_choice("on_missing", on_missing, ("wrong", "error"), "align_predictions")
     check_choice("kind", kind, KINDS, "align_predictions")

@@ -21,6 +21,8 @@ __all__ = [
     "GOLD_LIKE_MIN_ROWS",
     "GOLD_LIKE_SHARE",
     "KINDS",
+    "LM_EVAL_FIELDS",
+    "MC_SCORE_FIELDS",
     "PROBABILITY_FIELDS",
     "PROBABILITY_PREFIXES",
     "VALUE_FIELDS",
@@ -43,6 +45,13 @@ VALUE_FIELDS = (
 CORRECTNESS_FIELDS = ("correct", "is_correct", "correctness")
 #: List columns read as probabilities in the dataset's label order.
 PROBABILITY_FIELDS = ("probabilities", "probs", "probability")
+#: List columns read as per-option scores of multiple-choice items (task ``mcq`` only, so
+#: a ``scores`` column of another task is read as before): log-probabilities,
+#: similarities or probabilities, one per option in option order.
+MC_SCORE_FIELDS = ("scores", "option_scores", "logprobs", "log_probs", "loglikelihoods", "logits")
+#: Per-option response columns of an lm-evaluation-harness ``samples_*.jsonl`` file, in the
+#: order tried: ``filtered_resps`` (after the task's filters) is what its ``acc`` scores.
+LM_EVAL_FIELDS = ("filtered_resps", "resps")
 #: Prefixes of per-label probability columns (``prob_entailment``); bare label names count too.
 PROBABILITY_PREFIXES = ("prob_", "p_", "probability_")
 #: Gold columns: never read as a prediction unless ``value_field`` names one.
@@ -67,7 +76,9 @@ class PredictionSet:
         The model's name (file stem by default), used in tables and metric names.
     values : numpy.ndarray
         One value per dataset row: answer texts (object array of str) for QA, label ids
-        (``int64``) for classification. From a correctness file: the gold label (first
+        (``int64``) for classification; for multiple choice (task ``mcq``) the 0-based
+        position of the predicted option (``0`` = ``"A"``), always one of the item's
+        options. From a correctness file: the gold label (first
         gold answer) where the model was right, ``-1`` (:data:`WRONG_ANSWER`) where it
         was wrong, so accuracy (EM and F1) reproduce the file's correctness.
     ids : numpy.ndarray
@@ -84,7 +95,10 @@ class PredictionSet:
         use such predictions for scores, not for confusion tables.
     probabilities : numpy.ndarray or None
         ``(n, n_classes)`` probabilities in the dataset's label order (NaN rows where
-        missing); ``None`` unless ``kind="probabilities"``.
+        missing); ``None`` unless ``kind="probabilities"``. For multiple choice: one
+        column per option letter, the softmax of the per-option scores a file gave
+        (unchanged when every row already was a distribution), ``0`` past an item's last
+        option.
 
     Examples
     --------

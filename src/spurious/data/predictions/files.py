@@ -4,6 +4,10 @@
 JSON, arrays of objects, tabular files with an id and a prediction column, or files in
 the dataset's row order), then hands the mapping to
 :func:`~spurious.data.predictions.align.align_predictions`.
+
+For multiple-choice data (task ``mcq``) it also reads per-option score lists
+(:data:`~spurious.data.predictions.base.MC_SCORE_FIELDS`, also as JSON text in a CSV
+cell) and lm-evaluation-harness ``samples_*.jsonl`` files (:func:`_lm_eval_mapping`).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from spurious.data.predictions.base import (
     CORRECTNESS_FIELDS,
     GOLD_FIELDS,
     KINDS,
+    LM_EVAL_FIELDS,
+    MC_SCORE_FIELDS,
     PROBABILITY_FIELDS,
     PROBABILITY_PREFIXES,
     VALUE_FIELDS,
@@ -83,6 +89,20 @@ def load_predictions(
     on_missing : {"wrong", "error"}, default="wrong"
         What to do with dataset examples the file has no prediction for; see
         :func:`align_predictions`.
+
+    Notes
+    -----
+    Multiple-choice data (task ``mcq``) take, per item, a predicted letter (``"B"``,
+    also ``"b"`` / ``"(B)"``) or 0-based option index, or a list of per-option scores
+    (log-probabilities, similarities or probabilities: a JSON ``{id: [...]}``, a JSONL /
+    CSV column :data:`~spurious.data.predictions.base.MC_SCORE_FIELDS` or
+    :data:`~spurious.data.predictions.base.PROBABILITY_FIELDS`) whose length must be the
+    item's option count; the prediction is the best-scored option. An
+    lm-evaluation-harness ``samples_*.jsonl`` file (``doc_id``, ``target``,
+    ``filtered_resps`` or ``resps`` holding ``[log-likelihood, is_greedy]`` per option)
+    is read too: its ``doc_id`` is a row index of the harness' document list, so it is
+    aligned only with ``align="rows"`` (the dataset must be in the harness' order), and
+    a numeric or letter ``target`` must be each row's gold.
 
     Returns
     -------
@@ -180,6 +200,8 @@ def _read_mapping(
             if fmt == "jsonl"
             else read_delimited(path, "," if fmt == "csv" else "\t")
         )
+        if _is_lm_eval(frame, dataset, id_field, value_field):
+            return _lm_eval_mapping(frame, rows, path, dataset, by_rows=by_rows), "probabilities"
         mapping, kind = _frame_to_mapping(
             frame, rows, path, dataset, id_field, value_field, kind, by_rows
         )
@@ -224,6 +246,7 @@ def _frame_to_mapping(
 ) -> tuple[dict[str, Any], str]:
     """``{id: value}`` and the kind of a tabular prediction file."""
     cols = list(map(str, frame.columns))
+    asked = kind
     id_col = id_field or "id"
     if not by_rows and id_col not in frame.columns:
         raise DataFormatError(
@@ -245,7 +268,7 @@ def _frame_to_mapping(
         for names, what in (
             (() if kind in ("correctness", "probabilities") else VALUE_FIELDS, "labels"),
             (() if kind in ("labels", "probabilities") else CORRECTNESS_FIELDS, "correctness"),
-            (() if kind in ("labels", "correctness") else PROBABILITY_FIELDS, "probabilities"),
+            (() if kind in ("labels", "correctness") else _list_fields(dataset), "probabilities"),
         ):
             searched.extend(names)
             value_field = next((c for c in names if c in frame.columns), None)
@@ -281,6 +304,11 @@ def _frame_to_mapping(
     else:
         values = frame[value_field].tolist()
         where = value_field
+        if dataset.task.multiple_choice:
+            values = [_json_list(v) for v in values]
+            # A "prediction" column of lists holds per-option scores, not letters.
+            if asked == "auto" and values and all(isinstance(v, list) for v in values):
+                kind = "probabilities"
     missing = [rows[i] for i, v in enumerate(values) if _is_missing(v)]
     if missing:
         raise SchemaError(
@@ -300,6 +328,21 @@ def _frame_to_mapping(
             f"{int(keys[dup].nunique())} id(s) are duplicated."
         )
     return dict(zip(keys.tolist(), values, strict=True)), kind
+
+
+def _list_fields(dataset: Dataset) -> tuple[str, ...]:
+    """List columns read as probabilities: per-option score names too for multiple choice."""
+    return PROBABILITY_FIELDS + (MC_SCORE_FIELDS if dataset.task.multiple_choice else ())
+
+
+def _json_list(v: Any) -> Any:
+    """A list written as JSON text (a CSV cell ``"[-1.2, -0.3]"``) as a list; else ``v``."""
+    if isinstance(v, str) and v.strip().startswith("["):
+        try:
+            return json.loads(v)
+        except json.JSONDecodeError:
+            return v
+    return v
 
 
 def _is_missing(v: Any) -> bool:
@@ -345,3 +388,111 @@ def _rows_to_mapping(
                     "file is not in the dataset's row order (align='rows')."
                 )
     return dict(zip(dataset.ids.tolist(), values, strict=True))
+
+
+# -- lm-evaluation-harness samples files ---------------------------------------------------
+
+
+def _is_lm_eval(
+    frame: pd.DataFrame, dataset: Dataset, id_field: str | None, value_field: str | None
+) -> bool:
+    """Whether ``frame`` is an lm-evaluation-harness ``samples_*.jsonl`` of MC items."""
+    return (
+        dataset.task.multiple_choice
+        and id_field is None
+        and value_field is None
+        and "doc_id" in frame.columns
+        and any(c in frame.columns for c in LM_EVAL_FIELDS)
+    )
+
+
+def _first_number(v: Any) -> float:
+    """The log-likelihood of one option's response: ``x``, ``[x, greedy]`` or ``[[x, greedy]]``.
+
+    The harness writes the numbers as JSON numbers or as strings (``"-1.25"``), by version.
+    """
+    while isinstance(v, list | tuple) and v:
+        v = v[0]
+    if isinstance(v, bool) or not isinstance(v, int | float | str):
+        raise ValueError(repr(v))
+    return float(v)
+
+
+def _lm_eval_mapping(
+    frame: pd.DataFrame, rows: list[int], path: Path, dataset: Dataset, *, by_rows: bool
+) -> dict[str, Any]:
+    """``{dataset id: [score per option]}`` of an lm-evaluation-harness samples file.
+
+    ``doc_id`` is the item's index in the harness' document list, so the file is aligned
+    by row order, and only when asked (``align="rows"``); a ``target`` that is an option
+    index or letter must be the dataset's gold of that row, which catches a dataset in
+    another order (or one that dropped items) before any number is computed.
+    """
+    if not by_rows:
+        raise DataFormatError(
+            f"{str(path)!r} is an lm-evaluation-harness samples file: its 'doc_id' is a row "
+            "index of the harness' documents, not an item id. Align it by row order with "
+            "align='rows' (--align rows) when the dataset is in the harness' order."
+        )
+    col = next(c for c in LM_EVAL_FIELDS if c in frame.columns)
+    n = len(dataset)
+    out: dict[str, Any] = {}
+    gold = dataset.labels
+    targets = frame["target"].tolist() if "target" in frame.columns else [None] * len(frame)
+    for i, (doc, resps) in enumerate(zip(frame["doc_id"].tolist(), frame[col], strict=True)):
+        where = f"{str(path)!r}, line {rows[i]} (doc_id {doc!r})"
+        if (
+            isinstance(doc, bool)
+            or not isinstance(doc, int | float)
+            or not math.isfinite(doc)
+            or doc != int(doc)
+        ):
+            raise SchemaError(f"{where}: 'doc_id' must be an integer row index. Got {doc!r}.")
+        doc = int(doc)
+        if not 0 <= doc < n:
+            raise SchemaError(
+                f"{where}: 'doc_id' is outside the dataset's rows [0, {n}) of {dataset.name!r}; "
+                "is this the samples file of another task or split?"
+            )
+        key = str(dataset.ids[doc])
+        if key in out:
+            raise SchemaError(f"{where}: doc_id {doc} occurs more than once.")
+        try:
+            if not isinstance(resps, list):
+                raise ValueError(repr(resps))
+            out[key] = [_first_number(r) for r in resps]
+        except ValueError:
+            raise SchemaError(
+                f"{where}: {col!r} must hold one [log-likelihood, is_greedy] per option "
+                f"(a multiple-choice task). Got {str(resps)[:120]!r}."
+            ) from None
+        _check_target(targets[i], int(gold[doc]), doc, where, dataset)
+    return out
+
+
+def _check_target(target: Any, gold: int, row: int, where: str, dataset: Dataset) -> None:
+    """Raise when the harness' gold ``target`` (index or letter) is not the row's gold."""
+    if isinstance(target, bool) or target is None:
+        return
+    text = str(target).strip()
+    if isinstance(target, int | float) and float(target).is_integer():
+        theirs = int(target)
+    elif text.isdigit():
+        theirs = int(text)
+    elif len(text) == 1 and text.upper() in dataset.label_names:
+        theirs = dataset.label_names.index(text.upper())
+    else:
+        return  # an answer text: not comparable to a position
+    if theirs != gold:
+        dropped = sum(int(v) for k, v in dataset.frame.attrs.items() if k.startswith("n_dropped"))
+        note = (
+            f" {dataset.name!r} left out {dropped} item(s) when it was loaded, which shifts "
+            "every later row."
+            if dropped
+            else ""
+        )
+        raise SchemaError(
+            f"{where}: the harness' gold 'target' is {target!r} but row {row} of "
+            f"{dataset.name!r} (id {dataset.ids[row]!r}) has gold {dataset.label_names[gold]!r} "
+            f"(index {gold}), so the dataset is not in the harness' order.{note}"
+        )

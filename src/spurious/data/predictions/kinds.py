@@ -4,17 +4,24 @@
 the arrays of a :class:`~spurious.data.predictions.PredictionSet` (label ids, answer
 texts, or the gold value where a correctness file says the model was right), and
 :func:`warn_if_gold` notices predictions that look like the gold column.
+
+Multiple-choice items (task ``mcq``) differ in two ways: a predicted letter or 0-based
+index must be one of *that item's* options (an item with three options has no ``"D"``),
+and a list per item holds one **score per option** (log-probabilities, similarities or
+probabilities, the shape LLM evaluation harnesses write), of the item's own length.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from spurious.data.dataset import Dataset
+from spurious.data.mcq import LETTERS, option_counts
 from spurious.data.predictions.base import GOLD_LIKE_MIN_ROWS, GOLD_LIKE_SHARE, WRONG_ANSWER
 from spurious.exceptions import LabelError, SchemaError
 
@@ -26,6 +33,8 @@ logger = logging.getLogger("spurious.data.predictions")
 
 _TRUE = {"1", "1.0", "true", "t", "yes", "y", "correct"}
 _FALSE = {"0", "0.0", "false", "f", "no", "n", "wrong", "incorrect"}
+#: A letter as models write it: "B", "b", "(B)", "B)", "B.", "B:".
+_LETTER = re.compile(r"^\(?\s*([A-Ja-j])\s*[).:]?$")
 
 
 def infer_kind(raw: Sequence[Any]) -> str:
@@ -199,6 +208,11 @@ def prediction_values(
     probs = None
     if kind == "correctness":
         values = _from_correctness(raw, present, ids, dataset, name)
+    elif dataset.task.multiple_choice and kind == "probabilities":
+        values, probs = _from_option_scores(raw, present, ids, dataset, name)
+    elif dataset.task.multiple_choice:
+        values = np.full(len(ids), -1, dtype=np.int64)
+        values[present] = _option_ids(raw, present, ids, dataset, name)
     elif kind == "probabilities":
         values, probs = _from_probabilities(raw, present, ids, dataset, name)
     elif dataset.task.has_labels:
@@ -214,4 +228,105 @@ def prediction_values(
                     f"string. Got {type(v).__name__} {v!r} instead."
                 )
             values[j] = str(v)
+    return values, probs
+
+
+# -- multiple choice -----------------------------------------------------------------------
+
+
+def _option_ids(
+    raw: list[Any], present: np.ndarray, ids: np.ndarray, dataset: Dataset, name: str
+) -> np.ndarray:
+    """0-based option positions of predicted letters / indices, each within its item's options."""
+    # Letters as models write them ("b", "(B)") are read as the letter; anything else keeps
+    # the classification rules (label name, or an integer id: here a 0-based position).
+    tidy = []
+    for v in raw:
+        m = _LETTER.match(v.strip()) if isinstance(v, str) else None
+        tidy.append(m.group(1).upper() if m else v)
+    out = _label_ids(tidy, ids[present], dataset, name)
+    counts = option_counts(dataset.frame)[present]
+    bad = np.flatnonzero(out >= counts)
+    if bad.size:
+        k = int(bad[0])
+        n_opt = int(counts[k])
+        raise LabelError(
+            f"Predictions {name!r}, id {ids[present[k]]!r}: predicted {raw[k]!r} (option "
+            f"{LETTERS[out[k]]}) but the item has {n_opt} options ({list(LETTERS[:n_opt])}); "
+            f"{bad.size} prediction(s) name an option their item does not have."
+        )
+    return out
+
+
+def _score_row(v: Any, k: int, item_id: str, name: str) -> np.ndarray:
+    """One item's per-option scores as floats, checked against its ``k`` options."""
+    letters = list(LETTERS[:k])
+    if isinstance(v, Mapping):
+        keys = sorted(str(x).strip().upper() for x in v)
+        if keys != letters:
+            raise SchemaError(
+                f"Predictions {name!r}, id {item_id!r}: scores keyed by letter must name the "
+                f"item's {k} options {letters} once. Got keys {sorted(map(str, v))} instead."
+            )
+        by_letter = {str(x).strip().upper(): s for x, s in v.items()}
+        v = [by_letter[lab] for lab in letters]
+    if not isinstance(v, list | tuple | np.ndarray):
+        raise SchemaError(
+            f"Predictions {name!r}, id {item_id!r}: per-option scores must be a list (one "
+            f"score per option). Got {type(v).__name__} {v!r} instead."
+        )
+    try:
+        arr = np.asarray(v, dtype=float)
+    except (TypeError, ValueError):
+        arr = np.array([np.nan])
+    if arr.ndim != 1:
+        arr = np.array([np.nan])
+    if len(arr) != k:
+        raise SchemaError(
+            f"Predictions {name!r}, id {item_id!r}: {len(arr)} option score(s) but the item "
+            f"has {k} options; give one score per option, in option order."
+        )
+    # -inf is a log-probability of 0 (an option the model rules out); NaN and +inf say nothing.
+    if np.isnan(arr).any() or (arr == np.inf).any() or not np.isfinite(arr).any():
+        raise SchemaError(
+            f"Predictions {name!r}, id {item_id!r}: option scores must be numbers (-inf "
+            f"allowed, at least one finite). Got {list(v)!r} instead."
+        )
+    return arr
+
+
+def _from_option_scores(
+    raw: Sequence[Any], present: np.ndarray, ids: np.ndarray, dataset: Dataset, name: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Predicted options (argmax) and probabilities from per-option scores of each item.
+
+    Rows that are all distributions are kept as they are; otherwise every row is a
+    softmax of its scores (log-probabilities give the model's renormalised choice
+    probabilities; any other score keeps its order, hence its argmax).
+    """
+    counts = option_counts(dataset.frame)
+    rows = [_score_row(v, int(counts[j]), ids[j], name) for v, j in zip(raw, present, strict=True)]
+    is_dist = all(r.min() >= 0 and r.max() <= 1 and abs(r.sum() - 1) <= 0.02 for r in rows)
+    probs = np.full((len(ids), len(dataset.label_names)), np.nan)
+    ties = 0
+    for r, j in zip(rows, present, strict=True):
+        if is_dist:
+            p = r
+        else:
+            e = np.exp(r - r.max())
+            p = e / e.sum()
+        probs[j] = 0.0
+        probs[j, : len(r)] = p
+        ties += int((r == r.max()).sum() > 1)
+    if ties:
+        # The argmax takes the first of tied options, as evaluation harnesses do; that
+        # leans towards "A", so the count is worth knowing when reading a letter bias.
+        logger.warning(
+            "Predictions %r: %d item(s) have tied top scores; the first tied option (the "
+            "earliest letter) is taken as the prediction.",
+            name,
+            ties,
+        )
+    values = np.full(len(ids), -1, dtype=np.int64)
+    values[present] = np.argmax(probs[present], axis=1)
     return values, probs
