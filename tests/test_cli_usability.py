@@ -93,3 +93,25 @@ def test_report_header_calls_a_lone_split_data():
     assert [r["role"] for r in alone] == ["data"]
     both = _dataset_rows({"train": {"name": "a"}, "eval": {"name": "b"}})
     assert [r["role"] for r in both] == ["train", "eval"]
+
+
+def test_shared_inputs_get_their_own_line_not_the_first_analysis_time(capsys):
+    """Issue 23 item 4: an encoding built for the first analysis that asks is the run's."""
+    import spurious
+    from spurious.cli.output import summary_table
+    from spurious.data.synthetic import make_nli_artifacts
+
+    ds = make_nli_artifacts(n=150, random_state=0).dataset
+    run = spurious.run(
+        ds,
+        analyses={"partial_input": {"features": "bow", "n_folds": 3},
+                  "pvi": {"features": "bow", "n_folds": 3}},
+        progress=False,
+    )  # fmt: skip
+    first = run["partial_input"].provenance.timings
+    assert first["shared_artifacts_s"] > 0  # it built the bag-of-words matrices
+    assert run["pvi"].provenance.timings["shared_artifacts_s"] < first["shared_artifacts_s"]
+    summary_table(run.results, {**run.timings, "artifact:features:featurizer=minilm_s": 12.5})
+    out = capsys.readouterr().out
+    assert "shared inputs (built once per run; not in the times above):" in out
+    assert "features" in out and "12.5s" in out

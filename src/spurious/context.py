@@ -123,6 +123,10 @@ class RunContext:
         self._memo: dict[str, Any] = {}
         #: Seconds spent building each artifact (key -> s), for the manifest.
         self.timings: dict[str, float] = {}
+        #: Keys of :attr:`timings` built while another artifact was being built (their
+        #: time is inside the outer one's: summing only the others counts it once).
+        self.nested_timings: set[str] = set()
+        self._building = 0
         #: What a person should know about the inputs (rows dropped, overlaps), for the
         #: manifest and the report.
         self.warnings: list[str] = []
@@ -195,8 +199,15 @@ class RunContext:
         key = f"{kind}:{stable_hash({'config': config, 'data': self.fingerprints()})}"
         if key not in self._memo:
             start = time.perf_counter()
-            self._memo[key] = provider(self, **config)
-            self.timings[f"{kind}:{_describe(config)}"] = round(time.perf_counter() - start, 4)
+            self._building += 1
+            try:
+                self._memo[key] = provider(self, **config)
+            finally:
+                self._building -= 1
+            name = f"{kind}:{_describe(config)}"
+            self.timings[name] = round(time.perf_counter() - start, 4)
+            if self._building:
+                self.nested_timings.add(name)
         return self._memo[key]
 
     def features(self, features: Any, view: str, *, split: str = "train") -> Any:

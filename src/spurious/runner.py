@@ -217,7 +217,7 @@ def run_analyses(
     results: dict[str, Result] = {}
     for analysis in order_analyses(analyses):
         _note_missing_dependencies(analysis, context)
-        start = time.perf_counter()
+        start, built = time.perf_counter(), set(context.timings)
         unmet = analysis.unmet(context)
         if unmet:
             res = _placeholder(analysis, context, "skipped", "; ".join(unmet), start)
@@ -233,6 +233,11 @@ def run_analyses(
                 if not isinstance(e, SpuriousError):
                     logger.error("analysis %s crashed:\n%s", analysis.name, traceback.format_exc())
                 res = _placeholder(analysis, context, "failed", f"{type(e).__name__}: {e}", start)
+        # Shared artifacts (an encoding, training dynamics) this analysis happened to ask
+        # for first: their time is the run's, reported on its own line, not this one's.
+        new = [k for k in context.timings if k not in built and k not in context.nested_timings]
+        shared = sum(context.timings[k] for k in new)
+        res.provenance.timings["shared_artifacts_s"] = round(shared, 4)
         _keep(results, analysis, context, res, out, on_result)
     return results
 

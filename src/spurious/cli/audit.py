@@ -208,7 +208,7 @@ def audit(
         return
     from spurious.report import render_report
 
-    output.summary_table(run.results)
+    output.summary_table(run.results, run.timings)
     try:
         background = canary_background or "shuffled"
         error = _run_canary(

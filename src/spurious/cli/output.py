@@ -32,8 +32,13 @@ def result_line(res: Any) -> None:
     click.echo(res.summary if res.status == "ok" else res.error or res.summary)
 
 
-def summary_table(results: Mapping[str, Any]) -> None:
-    """A compact table: analysis, status, time, headline and verdict (terminal width)."""
+def summary_table(results: Mapping[str, Any], timings: Mapping[str, float] | None = None) -> None:
+    """A compact table: analysis, status, time, headline and verdict (terminal width).
+
+    An analysis' time is its own: shared inputs it happened to build first (an encoding,
+    training dynamics) are listed after the table from the run's ``timings``
+    (``artifact:<kind>:<config>_s``), once each.
+    """
     if not results:
         return
     width = max(60, min(shutil.get_terminal_size((120, 20)).columns, 160))
@@ -42,7 +47,8 @@ def summary_table(results: Mapping[str, Any]) -> None:
     click.secho(f"{'analysis':<{name_w}} {'status':<8} {'time':>7}  finding", bold=True)
     for name, res in results.items():
         secs = res.provenance.timings.get("total_s")
-        t = f"{secs:.1f}s" if isinstance(secs, int | float) else "-"
+        shared = res.provenance.timings.get("shared_artifacts_s") or 0.0
+        t = f"{max(secs - shared, 0.0):.1f}s" if isinstance(secs, int | float) else "-"
         head = res.headline or {}
         if res.status == "ok":
             finding = head.get("text") or res.summary
@@ -62,12 +68,25 @@ def summary_table(results: Mapping[str, Any]) -> None:
         click.echo(f" {t:>7}  {lines[0]}")
         for line in lines[1:]:
             click.echo(f"{'':<{name_w + 19}}{line}")
+    _shared_lines(timings or {}, name_w)
     marks = [f"{m} {sev}" for sev, m in _SEVERITY_MARK.items() if m]
     legend = (
         f"marks: {', '.join(marks)} (the verdict's severity: from an interval's lower bound "
         "or a test against a null; docs/run-directory.md)"
     )
     click.echo("\n".join(textwrap.wrap(legend, width)))
+
+
+def _shared_lines(timings: Mapping[str, float], name_w: int) -> None:
+    """One line per shared input that took over a second: built once, read by many."""
+    shared = {k[len("artifact:") : -2]: v for k, v in timings.items() if k.startswith("artifact:")}
+    slow = {k: v for k, v in shared.items() if v >= 1.0}
+    if not slow:
+        return
+    click.secho("shared inputs (built once per run; not in the times above):", bold=True)
+    for key, secs in sorted(slow.items(), key=lambda kv: -kv[1]):
+        kind, _, config = key.partition(":")
+        click.echo(f"  {kind:<{name_w + 6}} {secs:>7.1f}s  {config.replace(',', ', ')}")
 
 
 def outputs(run: Any) -> None:
@@ -124,6 +143,6 @@ def finish(
         result_line(res)
         if res.status == "ok" and table is not None:
             table(res)
-    summary_table(run.results)
+    summary_table(run.results, run.timings)
     outputs(run)
     exit_status(run, fail_on)
