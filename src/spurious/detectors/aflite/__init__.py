@@ -8,7 +8,9 @@ features and groups a run filters with), :mod:`~spurious.detectors.aflite.rounds
 filtering loop and one round), :mod:`~spurious.detectors.aflite.checkpoint` (state
 saved after every round), :mod:`~spurious.detectors.aflite.outputs` (scores, metrics,
 details), :mod:`~spurious.detectors.aflite.verdict` (baselines, shuffled-label null,
-headline) and :mod:`~spurious.detectors.aflite.baselines` (size-matched baselines).
+headline), :mod:`~spurious.detectors.aflite.baselines` (size-matched baselines) and
+:mod:`~spurious.detectors.aflite.mcq` (multiple-choice items: option blocks, a
+conditional logit, gold positions re-drawn within items as the null).
 """
 
 from spurious.detectors.aflite.algorithm import (

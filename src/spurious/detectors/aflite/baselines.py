@@ -174,6 +174,7 @@ def predictability_beyond_null(
     chunk_size: int | None = None,
     n_resamples: int = 1000,
     confidence: float = 0.95,
+    n_options: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """Share of examples predictable (p >= tau) with the real labels and with shuffled ones.
 
@@ -209,6 +210,10 @@ def predictability_beyond_null(
     chunk_size : int, optional
     n_resamples : int, default=1000
     confidence : float, default=0.95
+    n_options : ndarray of int, shape (N,), optional
+        Multiple-choice items: the options of each item. The null then draws every
+        item's label uniformly among its own options instead of permuting the labels
+        (a permuted label could point at an option the item does not have).
 
     Returns
     -------
@@ -256,7 +261,12 @@ def predictability_beyond_null(
     rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(2, 0)))
     null = np.zeros(n)
     for _ in range(int(n_shuffles)):
-        null += above(p_of(y[rng.permutation(n)]))
+        labels = (
+            y[rng.permutation(n)]
+            if n_options is None
+            else np.floor(rng.random(n) * np.asarray(n_options)).astype(np.int64)
+        )
+        null += above(p_of(labels))
     null /= max(int(n_shuffles), 1)
     real = above(np.asarray(p_real, dtype=np.float64))
     est, lo, hi = bootstrap_of_means(

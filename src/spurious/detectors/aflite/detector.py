@@ -9,7 +9,9 @@ filters with in :mod:`~spurious.detectors.aflite.prepare`, the round loop in
 :mod:`~spurious.detectors.aflite.checkpoint`, the scores, metrics and details in
 :mod:`~spurious.detectors.aflite.outputs`, and the verdict (baselines, shuffled-label
 null, headline) in :mod:`~spurious.detectors.aflite.verdict`; the size-matched
-baselines of paper 000 Sec. 4.2 are in :mod:`~spurious.detectors.aflite.baselines`.
+baselines of paper 000 Sec. 4.2 are in :mod:`~spurious.detectors.aflite.baselines`; on
+multiple-choice items (option blocks, a conditional logit, a within-item null) the
+differences are in :mod:`~spurious.detectors.aflite.mcq`.
 """
 
 from __future__ import annotations
@@ -28,6 +30,14 @@ from spurious.detectors.aflite.algorithm import (
     SIZE_CONSTRAINTS,
     features_fingerprint,
     make_partition_model,
+)
+from spurious.detectors.aflite.mcq import (
+    is_multiple_choice,
+    mc_baseline_specs,
+    mc_chance,
+    mc_check,
+    mc_inputs,
+    mc_predictability_evidence,
 )
 from spurious.detectors.aflite.outputs import filter_output, side_scores
 from spurious.detectors.aflite.prepare import (
@@ -89,13 +99,19 @@ class AFLite(Detector):
         The model family M: ``"logistic"`` (batched logistic regression),
         ``"sklearn-logistic"``, ``"linear-svm"``, ``"rbf-svm"``, ``"mlp"``, any
         scikit-learn classifier, or a :class:`~spurious.models.partition.PartitionModel`.
+        On multiple-choice items ``"logistic"`` is the conditional logit over each
+        item's options (:mod:`~spurious.detectors.aflite.mcq`).
     features : str, Featurizer, ndarray or (ndarray, ndarray), default="minilm"
         Phi(X): ``"minilm"`` (offline sentence embeddings), ``"tfidf"``, ``"bow"``, a
         local model directory, a :class:`~spurious.features.Featurizer` (e.g.
         :class:`~spurious.features.PrecomputedFeaturizer`), a matrix with one row per
-        training example, or ``(X_train, X_eval)`` in evaluation-set mode.
+        training example, or ``(X_train, X_eval)`` in evaluation-set mode. On
+        multiple-choice items: ``"minilm"`` or ``"lexical"`` option blocks (``"bow"`` and
+        ``"tfidf"`` mean ``"lexical"``), a sentence-encoder folder, or option blocks as
+        an array (with a PartitionModel as ``model``).
     view : str, default="full"
-        Which part of the input the features see (e.g. ``"hypothesis_only"``).
+        Which part of the input the features see (e.g. ``"hypothesis_only"``; on
+        multiple-choice items ``"full"``, ``"choices_only"`` or ``"question_only"``).
     max_rounds : int or None, default=None
         Stop after this many rounds in total (a budget; resumable with a larger one).
     chunk_size : int or None, default=None
@@ -159,7 +175,11 @@ class AFLite(Detector):
         "Adversarial filtering: iteratively remove the examples a weak model family "
         "predicts too easily (AFLite, paper 000 Alg. 1; evaluation-set mode, paper 004)."
     )
-    requires: ClassVar[Requirements] = Requirements(labels=True, features=True)
+    # Multiple-choice items opt in: they are filtered on option blocks with a conditional
+    # logit (detectors/aflite/mcq.py), not as a class of the text.
+    requires: ClassVar[Requirements] = Requirements(
+        labels=True, features=True, tasks=("nli", "pair", "text", "mcq")
+    )
     #: Share of examples predictable (p >= tau) from a partial input or a representation
     #: that should not suffice, minus the share with shuffled labels (its 95% interval's
     #: lower bound sets the degree). Without such a baseline the card is "info".
@@ -217,6 +237,9 @@ class AFLite(Detector):
         "_ci_low / _ci_high.",
         "shortcut_beyond_null": "baseline_beyond_null of the baseline with the highest lower "
         "bound (with _ci_low / _ci_high): the headline's effect.",
+        "chance": "Multiple choice only: mean of 1/k over the scored items (k options each), "
+        "the predictability of a guess, [0, 1].",
+        "chance_kept": "Multiple choice only: the same over the kept (AF-selected) items.",
     }
     score_columns: ClassVar[dict[str, str]] = {
         "id": "Example id (evaluation examples in evaluation-set mode).",
@@ -305,9 +328,11 @@ class AFLite(Detector):
         """Check constraints, and that ``model``, ``features`` and ``executor`` resolve."""
         super().validate_params()
         make_partition_model(self.model, self.random_state)
-        if not self._array_features():
+        # "lexical" names the option-level cues of multiple-choice items only; the task
+        # is known at check().
+        if not self._array_features() and not _is_lexical(self.features):
             make_featurizer(self.features)
-        if self.baseline_features is not None:
+        if self.baseline_features is not None and not _is_lexical(self.baseline_features):
             make_featurizer(self.baseline_features)
         if isinstance(self.executor, str):
             make_executor(self.executor)
@@ -316,12 +341,24 @@ class AFLite(Detector):
         """Evaluation-set mode needs an evaluation split."""
         base = type(self).requires
         if self.mode == "eval":
-            return Requirements(labels=True, features=True, eval_split=True)
+            return Requirements(labels=True, features=True, eval_split=True, tasks=base.tasks)
         return base
 
     def check(self, context: RunContext) -> None:
         """The view exists, group_by names a column, the sizes fit the data, and
         precomputed features load (cheap: they are read, then shared with the run)."""
+        if is_multiple_choice(context.train):
+            mc_check(self, context)
+            context.train.group_keys(self.group_by)
+            self._sizes(len(context.train), 2)  # a conditional logit needs no row per letter
+            return
+        for name in ("features", "baseline_features"):
+            if _is_lexical(getattr(self, name)):
+                raise ParameterError(
+                    f"The {name!r} parameter 'lexical' names the option-level cues of "
+                    f"multiple-choice items; task {context.train.task.name!r} takes 'bow', "
+                    "'tfidf', 'minilm' or a model directory."
+                )
         get_view(context.train.task, self.view)
         self._baselines(context.train.task)
         context.train.group_keys(self.group_by)
@@ -381,7 +418,10 @@ class AFLite(Detector):
         return is_array_features(self.features)
 
     def _baselines(self, task: Any) -> tuple[list[tuple[str, Any, Any]], str | None]:
-        """The verdict's baselines (:func:`~.verdict.baseline_specs`)."""
+        """The verdict's baselines (:func:`~.verdict.baseline_specs`; on multiple-choice
+        items :func:`~.mcq.mc_baseline_specs`)."""
+        if getattr(task, "multiple_choice", False):
+            return mc_baseline_specs(self)
         return baseline_specs(self, task)
 
     def _sizes(self, n0: int, n_classes: int) -> tuple[int, int, int]:
@@ -399,9 +439,13 @@ class AFLite(Detector):
         dataset, progress = ctx.train, ctx.progress
         eval_dataset = ctx.split("eval") if eval_mode else None
         n0 = len(dataset)
-        sizes = self._sizes(n0, dataset.n_classes)  # (t, k, n)
-        X_tr, X_ev, feat_config = self._features(ctx, eval_mode)
-        model = make_partition_model(self.model, self.random_state, sparse=sp.issparse(X_tr))
+        mc = is_multiple_choice(dataset)
+        sizes = self._sizes(n0, 2 if mc else dataset.n_classes)  # (t, k, n)
+        if mc:
+            X_tr, X_ev, feat_config, model = mc_inputs(self, ctx, eval_mode)
+        else:
+            X_tr, X_ev, feat_config = self._features(ctx, eval_mode)
+            model = make_partition_model(self.model, self.random_state, sparse=sp.issparse(X_tr))
         if X_ev is not None and X_ev.shape[1] != X_tr.shape[1]:
             raise FeatureError(
                 f"Training features have {X_tr.shape[1]} columns but evaluation features "
@@ -422,11 +466,16 @@ class AFLite(Detector):
         try:
             filter_rounds(self, state, X, y, codes, sizes, model, executor, identity,
                           dataset.n_classes, progress)  # fmt: skip
-            evidence = (
-                predictability_evidence(self, ctx, X_tr, y, codes, sizes[0], state, executor)
-                if self.n_shuffles > 0
-                else None
-            )
+            if self.n_shuffles == 0:
+                evidence = None
+            elif mc:
+                evidence = mc_predictability_evidence(
+                    self, ctx, X_tr, y, codes, sizes[0], state, executor, model
+                )
+            else:
+                evidence = predictability_evidence(
+                    self, ctx, X_tr, y, codes, sizes[0], state, executor
+                )
         finally:
             if owns_executor:
                 executor.close()
@@ -437,4 +486,13 @@ class AFLite(Detector):
             self, state, train_scores, dataset, eval_dataset, sizes, feat_config, model, fps
         )
         add_evidence(out, evidence)
+        if mc:
+            side = state.train if eval_dataset is None else state.eval
+            scored = dataset if eval_dataset is None else eval_dataset
+            out.metrics.update(mc_chance(scored, side.removed_round < 0))
         return out
+
+
+def _is_lexical(spec: Any) -> bool:
+    """Whether ``spec`` names the option-level lexical cues (multiple-choice items only)."""
+    return isinstance(spec, str) and spec == "lexical"

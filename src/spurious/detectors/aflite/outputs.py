@@ -82,6 +82,10 @@ def report_examples(
         for i in idx:
             ex = {"id": str(scores["id"].iloc[i]), "label": str(scores["label"].iloc[i])}
             ex.update({f: ds.frame[f].iloc[i] for f in fields})
+            if "options" in ds.frame and ds.task.multiple_choice:
+                # One line of lettered options: the report shows the item as it was asked.
+                opts = ds.frame["options"].iloc[i]
+                ex["options"] = " | ".join(f"{chr(65 + j)}) {o}" for j, o in enumerate(opts))
             ex["aflite_score"] = float(scores["aflite_score"].iloc[i])
             ex["removed_round"] = int(scores["removed_round"].iloc[i])
             out.append(ex)

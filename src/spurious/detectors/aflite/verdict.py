@@ -189,11 +189,13 @@ def aflite_headline(af: AFLite, result: Any) -> Headline:
             f"{int(m.get('n_rounds', 0))} round(s) (stop: {d.get('stop_reason_text', '')})"
         )
     evidence = d.get("predictability") or {}
+    # Multiple-choice items re-draw their gold among their own options instead.
+    null = evidence.get("null", "shuffled labels")
     # The evidence is measured on the training split (what the classifiers learn from).
     unit = "training examples" if af.mode == "eval" else "examples"
     full = (
         f"{m['predictable_share']:.0%} of {unit} predictable (p >= {af.tau}) from the "
-        f"{view_words(af.view)} (shuffled labels: {m['predictable_share_null']:.0%})"
+        f"{view_words(af.view)} ({null}: {m['predictable_share_null']:.0%})"
         if "predictable_share" in m
         else f"{share:.0%} of {unit} predictable; not compared with shuffled labels"
     )
@@ -214,18 +216,18 @@ def aflite_headline(af: AFLite, result: Any) -> Headline:
         )
     b = next(x for x in evidence["baselines"] if x["key"] == chosen)
     text = (
-        f"{b['share']:.0%} of {unit} predictable from {b['description']} (shuffled "
-        f"labels: {b['share_null']:.0%}); {full}; {what}"
+        f"{b['share']:.0%} of {unit} predictable from {b['description']} ({null}: "
+        f"{b['share_null']:.0%}); {full}; {what}"
     )
     return af.verdict_scale.headline(
         label,
         b["effect"],
         text,
         interval=(b["ci_low"], b["ci_high"]),
-        null="shuffled labels",
+        null=null,
         measured=f"share of examples predictable (p >= {af.tau}) from {b['description']}, "
-        "an input that should not suffice for the task, minus the share with shuffled "
-        "labels (95% bootstrap interval over examples)",
+        f"an input that should not suffice for the task, minus the share with {null} "
+        "(95% bootstrap interval over examples)",
     )
 
 

@@ -12,6 +12,12 @@ conditional-logit model family, cross-fitted article halves when there is no tra
 split, SQuAD F1 (and EM) as the per-question score, and agreement among the annotators'
 answers.
 
+On multiple-choice items (task ``mcq``, :mod:`~spurious.evaluate.fairness.mcq`) the
+adversaries filter with option blocks (lexical or MiniLM, full item or choices only)
+and a conditional logit over each item's options, cross-fitted halves stand in for a
+missing training split, the models' predicted letters are scored against the gold
+letter, and chance is the mean of 1/k over the items.
+
 :class:`Fairness` holds the parameters and checks, runs the adversaries, scores the
 models and calls the steps of :mod:`~spurious.evaluate.fairness.steps` in turn (each
 returns its metrics and detail rows); :mod:`~spurious.evaluate.fairness.verdict` puts the
@@ -45,6 +51,12 @@ from spurious.evaluate.fairness.adversaries import (
 from spurious.evaluate.fairness.agreement import counts_from_lists, gold_agreement, label_entropy
 from spurious.evaluate.fairness.families import resolve_families
 from spurious.evaluate.fairness.matrix import Matrix, accuracy_matrix, correctness
+from spurious.evaluate.fairness.mcq import (
+    MC_ADVERSARIES,
+    is_mc_adversary,
+    mc_chance,
+    run_mc_adversaries,
+)
 from spurious.evaluate.fairness.qa import (
     QA_ADVERSARIES,
     answer_agreement,
@@ -89,7 +101,9 @@ class Fairness(Analysis):
         Default ``bow, tfidf, minilm``; on a QA run ``qa_position, qa_lexical,
         qa_heuristic`` (:data:`~spurious.evaluate.fairness.qa.QA_ADVERSARIES`, the only
         ones QA accepts; a list with no QA adversary, such as the audit's quick profile,
-        falls back to them with a warning).
+        falls back to them with a warning); on multiple-choice items
+        ``"<features>:<view>"`` option-block adversaries, default
+        :data:`~spurious.evaluate.fairness.mcq.MC_ADVERSARIES` (the same fallback).
     seeds : list of int, default=(0, 1, 2)
         AFLite seeds per representation (paper: 3 representation x 3 AFLite seeds;
         frozen representations are deterministic, so for them only AFLite's seeds vary;
@@ -113,8 +127,8 @@ class Fairness(Analysis):
         Bootstrap draws over the evaluation examples for every interval.
     confidence : float, default=0.95
     random_state : int, default=0
-        Seed of the bootstraps and, on a QA run without a training split, of the article
-        halves (AFLite uses ``seeds``).
+        Seed of the bootstraps and, on a QA or multiple-choice run without a training
+        split, of the halves (AFLite uses ``seeds``).
 
     Examples
     --------
@@ -129,12 +143,15 @@ class Fairness(Analysis):
         "with several representations; ranking stability and annotator agreement per "
         "filter stage (paper 004)."
     )
-    # Classification needs its labels and an evaluation split; a QA run needs neither (it
-    # cross-fits article halves of the data), so labels are checked in unmet, by task.
-    requires: ClassVar[Requirements] = Requirements(eval_split=True, predictions=True)
+    # Classification needs its labels and an evaluation split; a QA or multiple-choice run
+    # needs no evaluation split (it cross-fits halves of the data), so they are checked in
+    # unmet, by task. Multiple-choice items opt in (option-block adversaries, mcq.py).
+    requires: ClassVar[Requirements] = Requirements(
+        eval_split=True, predictions=True, tasks=("nli", "pair", "text", "qa", "mcq")
+    )
     metric_docs: ClassVar[dict[str, str]] = {
         "n_eval / n_models / n_adversaries / n_seeds": "Sizes of the study.",
-        "chance": "1 / number of classes.",
+        "chance": "1 / number of classes (multiple choice: the mean of 1/k over the items).",
         "<stage>_fraction_<adv>": "Share of the evaluation set in the stage (first_round, "
         "later, selected), mean over seeds; + _sd over seeds.",
         "acc_<model>_<adv>": "Accuracy on the adversary's AF-selected set (adv 'none' = "
@@ -262,11 +279,22 @@ class Fairness(Analysis):
         cross-fits article halves when there is no training split)."""
         if _is_qa(context):
             return Requirements(predictions=True).unmet(context)
+        if _is_mc(context):
+            return Requirements(labels=True, predictions=True, tasks=("mcq",)).unmet(context)
         return Requirements(labels=True, eval_split=True, predictions=True).unmet(context)
 
-    def _adversary_specs(self, qa: bool, *, warn: bool = False) -> dict[str, Any]:
-        default = QA_ADVERSARIES if qa else ("bow", "tfidf", "minilm")
+    def _adversary_specs(self, qa: bool, *, warn: bool = False, mc: bool = False) -> dict[str, Any]:
+        default = QA_ADVERSARIES if qa else MC_ADVERSARIES if mc else ("bow", "tfidf", "minilm")
         names = adversary_names(list(default) if self.adversaries is None else self.adversaries)
+        if mc and not any(is_mc_adversary(s) for s in names.values()):
+            # As on QA: classification representations (the quick profile's bow, tfidf)
+            # do not apply to option choice; the MC defaults stand in, said once.
+            if warn:
+                logger.warning(
+                    "fairness on multiple-choice items: adversaries %s are not option-block "
+                    "adversaries; using %s", list(names.values()), list(MC_ADVERSARIES),
+                )  # fmt: skip
+            names = adversary_names(list(MC_ADVERSARIES))
         if qa and not any(s in QA_ADVERSARIES for s in names.values()):
             # Classification representations (e.g. the audit's quick profile: bow, tfidf)
             # do not apply to QA; the QA defaults stand in, and the result says so. Said
@@ -291,6 +319,15 @@ class Fairness(Analysis):
                     f"Got {bad!r} instead."
                 )
             return
+        if _is_mc(context):
+            bad = {a: s for a, s in self._adversary_specs(False, mc=True).items()
+                   if not is_mc_adversary(s)}  # fmt: skip
+            if bad:
+                raise ParameterError(
+                    "The 'adversaries' parameter of Fairness on multiple-choice items must use "
+                    f"only '<features>:<view>' specs such as {list(MC_ADVERSARIES)} (or none "
+                    f"of them, for the defaults). Got {bad!r} instead."
+                )
         if context.eval is None:
             return
         for p in context.predictions:
@@ -301,7 +338,9 @@ class Fairness(Analysis):
 
     # -- the work ------------------------------------------------------------------------
     def _annotation_counts(self, ctx: RunContext) -> list[dict[str, float] | None] | None:
-        ds = ctx.split("eval")
+        # The judged split: the evaluation split (classification needs one), or the data
+        # of a cross-fitted multiple-choice run.
+        ds = ctx.target
         if self.annotations is not None:
             from spurious.data.annotations import match_annotations
 
@@ -314,26 +353,14 @@ class Fairness(Analysis):
         return counts_from_lists(col.tolist())
 
     def _run(self, ctx: RunContext) -> AnalysisOutput:
-        qa = _is_qa(ctx)
-        ds = ctx.target if qa else ctx.split("eval")
-        names = self._adversary_specs(qa, warn=True)
+        qa, mc = _is_qa(ctx), _is_mc(ctx)
+        ds = ctx.target if qa or mc else ctx.split("eval")
+        names = self._adversary_specs(qa, warn=True, mc=mc)
         models = [p.name for p in ctx.predictions]
         if len(set(models)) != len(models):
             raise AnalysisError(f"fairness needs distinct model names; got {models}.")
-        runs, qa_info = self._adversary_runs(ctx, ds, names, qa)
-        if qa:
-            answers = [list(a) for a in ds.frame["answers"]]
-            # SQuAD F1 / EM per question (max over the gold answers, official normalisation)
-            correct = np.stack([qa_scores(p.values, answers, "f1") for p in ctx.predictions])
-            em = np.stack([qa_scores(p.values, answers, "em") for p in ctx.predictions])
-            gold_col = [a[0] if a else "" for a in answers]
-            chance = math.nan  # no chance level for span F1
-        else:
-            answers = None
-            correct = correctness([p.values for p in ctx.predictions], ds.labels)
-            em = None
-            gold_col = [ds.label_names[k] for k in ds.labels]
-            chance = 1.0 / ds.n_classes
+        runs, qa_info = self._adversary_runs(ctx, ds, names, qa, mc)
+        answers, correct, em, gold_col, chance = self._model_scores(ctx, ds, qa, mc)
         stages = stage_arrays(runs)
         mat = self._matrix(correct, stages, models)
         metrics: dict[str, float] = {
@@ -391,7 +418,8 @@ class Fairness(Analysis):
             "families_inferred": inferred,
             "score": "SQuAD F1" if qa else "accuracy",
             "matrix_em": em_table,
-            "qa": qa_info,
+            "qa": qa_info if qa else {},
+            "mcq": qa_info if mc else {},
             "agreement": agreement_rows,
             "runs": [
                 {
@@ -410,10 +438,33 @@ class Fairness(Analysis):
             scores=scores, metrics=metrics, summary=self._summary(metrics, details), details=details
         )
 
+    def _model_scores(
+        self, ctx: RunContext, ds: Dataset, qa: bool, mc: bool
+    ) -> tuple[list[list[str]] | None, np.ndarray, np.ndarray | None, list[Any], float]:
+        """``(answers, per-example scores, EM, gold column, chance)`` of the models."""
+        if qa:
+            answers = [list(a) for a in ds.frame["answers"]]
+            # SQuAD F1 / EM per question (max over the gold answers, official normalisation)
+            correct = np.stack([qa_scores(p.values, answers, "f1") for p in ctx.predictions])
+            em = np.stack([qa_scores(p.values, answers, "em") for p in ctx.predictions])
+            # no chance level for span F1
+            return answers, correct, em, [a[0] if a else "" for a in answers], math.nan
+        # Multiple choice: predicted letters are aligned to positions, like the gold; a
+        # guess is right with probability 1/k on an item of k options.
+        correct = correctness([p.values for p in ctx.predictions], ds.labels)
+        chance = mc_chance(ds) if mc else 1.0 / ds.n_classes
+        return None, correct, None, [ds.label_names[k] for k in ds.labels], chance
+
     def _adversary_runs(
-        self, ctx: RunContext, ds: Dataset, names: dict[str, Any], qa: bool
+        self, ctx: RunContext, ds: Dataset, names: dict[str, Any], qa: bool, mc: bool = False
     ) -> tuple[list[AdversaryRun], dict[str, Any]]:
-        """Every adversary over every seed on ``ds``; on QA, also the protocol's notes."""
+        """Every adversary over every seed on ``ds``; on QA and multiple choice, also the
+        protocol's notes."""
+        if mc:
+            return run_mc_adversaries(
+                ctx, names, self.seeds, aflite_params=self.aflite_params, view=self.view,
+                split_seed=0 if self.random_state is None else int(self.random_state),
+            )  # fmt: skip
         if not qa:
             runs = run_adversaries(
                 ctx, names, self.seeds, aflite_params=self.aflite_params, view=self.view
@@ -515,3 +566,7 @@ class Fairness(Analysis):
 
 def _is_qa(ctx: RunContext) -> bool:
     return ctx.target.task.name == "qa"
+
+
+def _is_mc(ctx: RunContext) -> bool:
+    return bool(getattr(ctx.target.task, "multiple_choice", False))
