@@ -6,6 +6,7 @@ import json
 import logging
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -186,3 +187,39 @@ def test_synthetic_items_plant_what_they_say(artifact):
     if artifact == "position":
         assert (f["label_id"] == 0).all()
     assert set(f["options"].map(len)) == {3, 4, 5}
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "csv", "tsv", "parquet"])
+def test_kept_items_round_trip_in_every_format(tmp_path, suffix):
+    """AFLite's --write-filtered on MC items: options (lists) and ARC's nested question."""
+    from spurious.actions.filter import write_rows
+
+    rows = [
+        {"id": f"q{i}", "question": {"stem": f"Which {i}?", "choices": [
+            {"text": "red", "label": "A"}, {"text": "blue, or green", "label": "B"}]},
+         "answerKey": "AB"[i % 2]}
+        for i in range(6)
+    ]  # fmt: skip
+    ds = load_dataset(_jsonl(tmp_path / "arc.jsonl", rows), "mcq")
+    keep = np.arange(6) % 3 != 0
+    out = write_rows(ds, keep, tmp_path / f"kept.{suffix}")
+    back = load_dataset(out, "mcq")
+    assert back.ids.tolist() == ds.ids[keep].tolist()
+    assert back.frame["options"].tolist() == ds.frame["options"][keep].tolist()
+    assert back.frame["label_id"].tolist() == ds.frame["label_id"][keep].tolist()
+
+
+def test_kept_items_of_an_mmlu_folder(tmp_path):
+    from spurious.actions.filter import write_rows
+
+    folder = tmp_path / "mmlu"
+    folder.mkdir()
+    (folder / "astronomy_test.csv").write_text(
+        "Sun?,star,planet,moon,comet,A\nMoon?,star,planet,moon,comet,C\n"
+    )
+    (folder / "virology_test.csv").write_text("Virus?,HIV,yeast,mold,fern,A\n")
+    ds = load_dataset(folder, "mcq")
+    out = write_rows(ds, np.array([True, False, True]), tmp_path / "kept.jsonl")
+    back = load_dataset(out, "mcq")
+    assert back.ids.tolist() == ["astronomy/1", "virology/1"]
+    assert back.frame["group"].tolist() == ["astronomy", "virology"]

@@ -41,9 +41,10 @@ def write_frame(frame: pd.DataFrame, path: Path, fmt: str) -> None:
     elif fmt == "json":
         atomic_write(path, lambda p: frame.to_json(p, orient="records", force_ascii=False))
     elif fmt == "csv":
-        atomic_write(path, lambda p: frame.to_csv(p, index=False))
+        flat = _json_cells(frame)
+        atomic_write(path, lambda p: flat.to_csv(p, index=False))
     elif fmt == "tsv":
-        text = _tsv_text(frame)
+        text = _tsv_text(_json_cells(frame))
         atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"))
     elif fmt == "parquet":
         atomic_write(path, lambda p: frame.to_parquet(p, index=False))
@@ -139,6 +140,30 @@ def _metadata_with_id(metadata: dict | None) -> dict | None:
     # pandas' own metadata describes the old columns; drop it rather than mislead.
     meta.pop(b"pandas", None)
     return meta
+
+
+def _json_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """List / dict cells (multiple-choice options, ARC's nested question) as JSON text.
+
+    A CSV cell holds text; Python's repr of a list (what pandas writes) is not readable
+    back, JSON is (``load_dataset(..., "mcq")`` parses such cells).
+    """
+    nested = [
+        c for c in frame.columns
+        if frame[c].dtype == object and frame[c].map(lambda v: isinstance(v, list | tuple | dict | np.ndarray)).any()
+    ]  # fmt: skip
+    if not nested:
+        return frame
+    out = frame.copy()
+    for c in nested:
+        out[c] = out[c].map(
+            lambda v: (
+                json.dumps(v.tolist() if isinstance(v, np.ndarray) else v, ensure_ascii=False)
+                if isinstance(v, list | tuple | dict | np.ndarray)
+                else v
+            )
+        )
+    return out
 
 
 def _tsv_text(frame: pd.DataFrame) -> str:

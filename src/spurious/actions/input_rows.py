@@ -86,6 +86,10 @@ def reread(src: InputSource) -> pd.DataFrame:
         )
     if src.format == "hf_disk":
         frame, _ = read_hf_disk(path, src.split)
+    elif src.format in ("csv_headerless", "csv_folder"):  # MMLU's layouts (task mcq)
+        from spurious.data.mcq import read_mcq_folder, read_mmlu_csv
+
+        frame, _ = (read_mmlu_csv if src.format == "csv_headerless" else read_mcq_folder)(path)
     else:
         frame, _ = READERS[src.format](path)
     frame.attrs.pop("hf_features", None)

@@ -28,6 +28,7 @@ A ``field_map`` names the columns of any other layout: ``question``, ``context``
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -98,6 +99,7 @@ def canonical_mcq_frame(
     [['Open a jar', ['twist the lid', 'eat the lid'], 0]]
     """
     field_map = dict(field_map or {})
+    frame = _parse_json_cells(frame)
     for key, col in field_map.items():
         if key not in _CANONICAL_KEYS:
             raise SchemaError(
@@ -170,6 +172,27 @@ def canonical_mcq_frame(
             out[key] = frame[col]
             used[key] = col
     return out.reset_index(drop=True), used
+
+
+def _parse_json_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """Columns whose every cell is JSON text of a list or object (a CSV written from
+    list-valued options, or ARC's nested question) as the lists / objects."""
+    out = None
+    for c in frame.columns:
+        col = frame[c]
+        if not (pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col)) or not len(
+            col
+        ):
+            continue
+        if not col.map(lambda v: isinstance(v, str) and v[:1] in "[{" and v[-1:] in "]}").all():
+            continue
+        try:
+            parsed = col.map(json.loads)
+        except ValueError:
+            continue
+        out = frame.copy() if out is None else out
+        out[c] = parsed
+    return frame if out is None else out
 
 
 def _nested_question(frame: pd.DataFrame) -> bool:
