@@ -111,6 +111,54 @@ class ConditionalLogit:
         scores[:, ~(Zp[:, :, 0] > 0)] = -np.inf
         return scores.argmax(axis=2).astype(np.int16)
 
+    def fit_predict_proba(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        train_idx: np.ndarray,
+        X_predict: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Fit one model per row of ``train_idx``; each candidate's probability per row.
+
+        The same fits as :meth:`fit_predict`, whose predictions are the argmax of these
+        probabilities over a row's real candidates.
+
+        Parameters
+        ----------
+        X : ndarray of shape (N, K * n_features)
+        y : ndarray of shape (N,)
+            Index of the right candidate, in ``[0, K)``; it must be a real candidate.
+        train_idx : ndarray of shape (m, t)
+        X_predict : ndarray of shape (M, K * n_features), optional
+
+        Returns
+        -------
+        ndarray of float64, shape (m, M, K)
+            The softmax over each row's real candidates; padding candidates get 0.
+
+        Examples
+        --------
+        >>> X = np.array([[1, 1.0, 1, 0.0], [1, 0.0, 1, 1.0]])
+        >>> p = ConditionalLogit(2).fit_predict_proba(X, np.array([0, 1]), np.array([[0, 1]]))
+        >>> p.shape, bool((p[0].argmax(axis=1) == [0, 1]).all()), p[0].sum(axis=1).round(6).tolist()
+        ((1, 2, 2), True, [1.0, 1.0])
+        """
+        X = np.asarray(X, dtype=np.float64)
+        K = self._check(X)
+        Xp = X if X_predict is None else np.asarray(X_predict, dtype=np.float64)
+        d = self.n_features
+        Z = X.reshape(len(X), K, d)
+        y = np.asarray(y, dtype=np.int64)
+        W = np.stack([self._fit(Z[rows], y[rows]) for rows in np.asarray(train_idx)])  # (m, d-1)
+        Zp = Xp.reshape(len(Xp), K, d)
+        scores = np.einsum("nkd,md->mnk", Zp[:, :, 1:], W, optimize=True)
+        real = Zp[:, :, 0] > 0
+        scores[:, ~real] = -np.inf
+        # A stable softmax over the real candidates (every row has at least one).
+        scores -= scores.max(axis=2, keepdims=True)
+        e = np.exp(scores)
+        return e / e.sum(axis=2, keepdims=True)
+
     def _fit(self, Z: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Newton's method with backtracking on the penalised negative log-likelihood."""
         valid = Z[:, :, 0] > 0
