@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from spurious.analysis import load_analyses
+from spurious.data.tasks import get_task
 from spurious.exceptions import ParameterError
 
 __all__ = ["audit_plan"]
@@ -45,7 +46,11 @@ def audit_plan(
             continue
         own = cls().get_params(deep=False)
         params = dict(cls.profiles.get(profile, {}))
-        params.update({k: v for k, v in (shared or {}).items() if k in own})
+        # An analysis that will be skipped for the task (tasks=None on multiple choice)
+        # keeps its own defaults: a shared value meant for the others (--features lexical
+        # on MC items) must not fail its parameter checks.
+        if not (task is not None and declared is None and get_task(task).multiple_choice):
+            params.update({k: v for k, v in (shared or {}).items() if k in own})
         if "random_state" in own:
             params["random_state"] = seed
         params.update((overrides or {}).get(name, {}))

@@ -80,8 +80,11 @@ def fail_on_option(f: Any) -> Any:
 @options.opt(
     "--features",
     "Representation shared by every analysis that uses one: minilm | tfidf | bow | a "
-    "local Hugging Face model directory.",
-    default="minilm",
+    "local Hugging Face model directory; multiple choice: minilm | lexical (the option "
+    "cues alone, no encoder). Default: minilm, except lexical for --task mcq --quick (a "
+    "cold MiniLM encoding of MMLU's 70k questions and options alone takes minutes on 2 "
+    "cores).",
+    default=None,
 )
 @options.opt("--only", "Run only these analyses (repeatable).", multiple=True, metavar="ANALYSIS")
 @options.opt("--skip", "Leave out these analyses (repeatable).", multiple=True, metavar="ANALYSIS")
@@ -130,7 +133,7 @@ def audit(
     annotations: Path | None,
     attributes: Path | None,
     quick: bool,
-    features: str,
+    features: str | None,
     only: tuple[str, ...],
     skip: tuple[str, ...],
     overrides: tuple[str, ...],
@@ -163,6 +166,8 @@ def audit(
 
     _check_canary_options(task, canary, canary_rates, canary_background)
     profile = "quick" if quick else "full"
+    if features is None:
+        features = "lexical" if task == "mcq" and quick else "minilm"
     plan = audit_plan(
         profile=profile,
         seed=seed,
