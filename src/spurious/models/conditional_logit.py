@@ -99,17 +99,7 @@ class ConditionalLogit:
         -------
         ndarray of int16, shape (m, M)
         """
-        X = np.asarray(X, dtype=np.float64)
-        K = self._check(X)
-        Xp = X if X_predict is None else np.asarray(X_predict, dtype=np.float64)
-        d = self.n_features
-        Z = X.reshape(len(X), K, d)
-        y = np.asarray(y, dtype=np.int64)
-        W = np.stack([self._fit(Z[rows], y[rows]) for rows in np.asarray(train_idx)])  # (m, d-1)
-        Zp = Xp.reshape(len(Xp), K, d)
-        scores = np.einsum("nkd,md->mnk", Zp[:, :, 1:], W, optimize=True)
-        scores[:, ~(Zp[:, :, 0] > 0)] = -np.inf
-        return scores.argmax(axis=2).astype(np.int16)
+        return self._scores(X, y, train_idx, X_predict).argmax(axis=2).astype(np.int16)
 
     def fit_predict_proba(
         self,
@@ -143,6 +133,16 @@ class ConditionalLogit:
         >>> p.shape, bool((p[0].argmax(axis=1) == [0, 1]).all()), p[0].sum(axis=1).round(6).tolist()
         ((1, 2, 2), True, [1.0, 1.0])
         """
+        scores = self._scores(X, y, train_idx, X_predict)
+        # A stable softmax over the real candidates (every row has at least one).
+        scores -= scores.max(axis=2, keepdims=True)
+        e = np.exp(scores)
+        return e / e.sum(axis=2, keepdims=True)
+
+    def _scores(
+        self, X: np.ndarray, y: np.ndarray, train_idx: np.ndarray, X_predict: np.ndarray | None
+    ) -> np.ndarray:
+        """Scores ``(m, M, K)`` of one fit per row of ``train_idx``; padding gets ``-inf``."""
         X = np.asarray(X, dtype=np.float64)
         K = self._check(X)
         Xp = X if X_predict is None else np.asarray(X_predict, dtype=np.float64)
@@ -152,12 +152,8 @@ class ConditionalLogit:
         W = np.stack([self._fit(Z[rows], y[rows]) for rows in np.asarray(train_idx)])  # (m, d-1)
         Zp = Xp.reshape(len(Xp), K, d)
         scores = np.einsum("nkd,md->mnk", Zp[:, :, 1:], W, optimize=True)
-        real = Zp[:, :, 0] > 0
-        scores[:, ~real] = -np.inf
-        # A stable softmax over the real candidates (every row has at least one).
-        scores -= scores.max(axis=2, keepdims=True)
-        e = np.exp(scores)
-        return e / e.sum(axis=2, keepdims=True)
+        scores[:, ~(Zp[:, :, 0] > 0)] = -np.inf
+        return scores
 
     def _fit(self, Z: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Newton's method with backtracking on the penalised negative log-likelihood."""

@@ -31,8 +31,7 @@ import pandas as pd
 from scipy import sparse
 
 from spurious.exceptions import ParameterError
-from spurious.models.dynamics.cartography_files import _softmax
-from spurious.models.dynamics.probe import _check_options, _ids
+from spurious.models.dynamics.probe import _check_options, _ids, _records_frame
 from spurious.models.runtime.threads import import_torch
 from spurious.models.torch_loop import default_batch_size, seeded_mlp, train_loop, zscore
 
@@ -309,29 +308,3 @@ def _record(encoder: Any, head: Any, tensors: list[tuple[Any, ...]], epoch: floa
     encoder.train()
     head.train()
     return out
-
-
-def _records_frame(
-    records: list[_Record], ids_tr: np.ndarray, ids_ev: np.ndarray | None, with_logits: bool
-) -> pd.DataFrame:
-    parts = []
-    for epoch_value, split, scores, y, mask in records:
-        z = scores.astype(np.float64)
-        prob = _softmax(z)  # exp(-inf) = 0: padding gets no probability
-        pred = z.argmax(axis=1)
-        part = pd.DataFrame(
-            {
-                "id": ids_tr if split == "train" else ids_ev,
-                "split": split,
-                "epoch": float(epoch_value),
-                "p_gold": prob[np.arange(len(y)), y],
-                "pred": pred.astype(np.int64),
-                "correct": pred == y,
-                "gold": y.astype(np.int64),
-            }
-        )
-        if with_logits:
-            # Real options only: -inf is no score, and JSON (allenai's files) has no -inf.
-            part["logits"] = [row[m].tolist() for row, m in zip(z, mask, strict=True)]
-        parts.append(part)
-    return pd.concat(parts, ignore_index=True)

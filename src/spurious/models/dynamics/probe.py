@@ -302,15 +302,21 @@ def _ids(ids: Sequence[Any] | np.ndarray | None, n: int, what: str) -> np.ndarra
 
 
 def _records_frame(
-    records: list[tuple[float, str, np.ndarray, np.ndarray]],
+    records: Sequence[tuple[Any, ...]],
     ids_tr: np.ndarray,
     ids_ev: np.ndarray | None,
     with_logits: bool,
 ) -> pd.DataFrame:
+    """Per-epoch records ``(epoch, split, scores, gold[, real-option mask])`` as rows.
+
+    Multiple-choice records carry a mask: padding options score ``-inf`` (no
+    probability) and only real options' logits are kept (JSON has no ``-inf``).
+    """
     parts = []
-    for epoch_value, split, logits, y in records:
-        prob = _softmax(logits.astype(np.float64))
-        pred = logits.argmax(axis=1)
+    for epoch_value, split, scores, y, *rest in records:
+        z = scores.astype(np.float64)
+        prob = _softmax(z)
+        pred = z.argmax(axis=1)
         part = pd.DataFrame(
             {
                 "id": ids_tr if split == "train" else ids_ev,
@@ -323,6 +329,11 @@ def _records_frame(
             }
         )
         if with_logits:
-            part["logits"] = logits.astype(np.float64).tolist()
+            mask = rest[0] if rest else None
+            part["logits"] = (
+                z.tolist()
+                if mask is None
+                else [r[m].tolist() for r, m in zip(z, mask, strict=True)]
+            )
         parts.append(part)
     return pd.concat(parts, ignore_index=True)
