@@ -39,7 +39,8 @@ OUT = ROOT / "bench" / "results" / "mcq_audit.json"
 
 def run_once(data: Path, profile: str, cache: Path, out: Path) -> dict[str, Any]:
     """One audit in a child process; its wall / CPU time, peak RSS and manifest timings."""
-    cmd = [sys.executable, "-m", "spurious.cli", "audit", str(data), "--task", "mcq"]
+    # The console script a user runs, in this interpreter's environment.
+    cmd = [str(Path(sys.executable).parent / "spurious"), "audit", str(data), "--task", "mcq"]
     cmd += ["--quick"] if profile == "quick" else []
     cmd += ["--out", str(out), "--force"]
     env = {**os.environ, "SPURIOUS_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1"}

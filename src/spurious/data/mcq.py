@@ -167,10 +167,10 @@ def canonical_mcq_frame(
         ("id", ("id", "ind", "uid", "guid", "qid")),
         ("group", ("group", "subject", "category")),
     ):
-        col = field_map.get(key) or _first(frame, aliases)
-        if col is not None and not (key == "context" and col == "question"):
-            out[key] = frame[col]
-            used[key] = col
+        found = field_map.get(key) or _first(frame, aliases)
+        if found is not None and not (key == "context" and found == "question"):
+            out[key] = frame[found]
+            used[key] = found
     return out.reset_index(drop=True), used
 
 
@@ -388,9 +388,9 @@ def normalise_mcq(
     """
     options, duplicated = [], []
     for v, row in zip(frame["options"], rows, strict=True):
-        opts, dup = _option_list(v, row, name)
+        opts, problem = _option_list(v, row, name)
         options.append(opts)
-        duplicated.append(dup)
+        duplicated.append(problem)
     frame["options"] = options
     if "context" in frame:
         frame["context"] = [("" if _missing(v) else str(v)) for v in frame["context"]]

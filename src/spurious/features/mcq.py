@@ -50,8 +50,10 @@ _WORD = re.compile(r"[a-z0-9]+")
 _ABOVE = re.compile(r"\b(all|none|both|neither)\s+(of\s+)?(the\s+)?(above|these|of them)\b", re.I)
 _NUMBER = re.compile(r"^\s*[-+$€£]?\s*(\d+(?:[.,]\d+)*)\s*(%|[a-z]{0,3}\.?)\s*$", re.I)
 _STOP = frozenset(
-    ["a", "an", "the", "of", "to", "in", "on", "for", "and", "or", "is", "are", "was", "were", "be", "by", "with", "as", "at", "from", "that", "this", "it", "which", "what", "who", "whom", "whose", "when", "where", "why", "how", "not", "no", "do", "does", "did"]
-)
+    {"a", "an", "the", "of", "to", "in", "on", "for", "and", "or", "is", "are", "was", "were",
+     "be", "by", "with", "as", "at", "from", "that", "this", "it", "which", "what", "who",
+     "whom", "whose", "when", "where", "why", "how", "not", "no", "do", "does", "did"}
+)  # fmt: skip
 
 
 def mc_views(dataset: Dataset) -> tuple[str, ...]:
@@ -195,7 +197,7 @@ class OptionFeaturizer:
         return OptionBlocks(Z.reshape(len(dataset), K * d), d, K, ["is_option", *names], view, k)
 
     # -- internals ---------------------------------------------------------------------
-    def _embeddings(self, dataset: Dataset, progress: bool = False) -> tuple[np.ndarray, ...]:
+    def _embeddings(self, dataset: Dataset, progress: bool = False) -> tuple[Any, ...]:
         from spurious.features import make_featurizer
 
         enc = make_featurizer(self.features, cache_dir=self.cache_dir)

@@ -121,8 +121,10 @@ def next_steps(flagged: set[str], manifest: Mapping[str, Any], run_dir: Path) ->
     >>> [s.command for s in next_steps({"aflite"}, m, Path("runs/x"))]
     ['spurious aflite train.jsonl --task nli --write-filtered kept.jsonl']
     """
-    config = manifest.get("config") if isinstance(manifest.get("config"), Mapping) else {}
-    inputs = config.get("inputs") if isinstance(config.get("inputs"), Mapping) else {}
+    config: Mapping[str, Any] = manifest.get("config") or {}
+    inputs: Mapping[str, Any] = config.get("inputs") or {} if isinstance(config, Mapping) else {}
+    if not isinstance(inputs, Mapping):
+        inputs = {}
     data, task, ev = inputs.get("data"), inputs.get("task"), inputs.get("eval")
     base = ""
     if isinstance(data, str) and isinstance(task, str) and not data.startswith("<"):

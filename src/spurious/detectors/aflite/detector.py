@@ -488,6 +488,7 @@ class AFLite(Detector):
         add_evidence(out, evidence)
         if mc:
             side = state.train if eval_dataset is None else state.eval
+            assert side is not None  # eval mode has an eval side
             scored = dataset if eval_dataset is None else eval_dataset
             out.metrics.update(mc_chance(scored, side.removed_round < 0))
         return out

@@ -138,7 +138,7 @@ def _model_for_width(model: PartitionModel, n_features: int) -> PartitionModel:
     if getattr(model, "n_features", n_features) == n_features:
         return model
     other = copy.copy(model)
-    other.n_features = int(n_features)
+    setattr(other, "n_features", int(n_features))  # noqa: B010 -- not every PartitionModel has it
     return other
 
 
@@ -168,7 +168,7 @@ def mc_inputs(
     spec = mc_features_spec(af.features)
     blocks = _blocks(ctx, spec, af.view, "train")
     X_ev = _blocks(ctx, spec, af.view, "eval").X if eval_mode else None
-    config: dict[str, Any] = {
+    config = {
         "featurizer": "mcq_options",
         "features": spec,
         "view": af.view,
@@ -253,7 +253,7 @@ def mc_predictability_evidence(
     train_idx, excluded = sample_partitions(
         pd.factorize(codes)[0], t, af.n_partitions, round_rng(state.entropy, 1, STREAM_PARTITIONS)
     )
-    common = dict(
+    common: dict[str, Any] = dict(
         n_classes=ctx.train.n_classes,
         tau=af.tau,
         n_shuffles=af.n_shuffles,
@@ -262,14 +262,16 @@ def mc_predictability_evidence(
         chunk_size=chunk_partitions(af.n_partitions, af.chunk_size, executor.n_workers, model),
         n_options=option_counts(ctx.train.frame),
     )
-    p1 = state.train.p_rounds[0] if state.train.p_rounds else None
+    train = state.train
+    assert train is not None  # filtering ran before the evidence is measured
+    p1 = train.p_rounds[0] if train.p_rounds else None
     main = predictability_beyond_null(
         X_tr, y[:n], train_idx, excluded, model=model, p_real=p1, **common
     )
     out: dict[str, Any] = {"main": evidence_row(main), "baselines": []}
     for key, view, feats in specs:
         if key == "main":
-            row = evidence_row(main)
+            row: dict[str, Any] = evidence_row(main)
         else:
             spec = mc_features_spec(feats if feats is not None else af.features)
             blocks = _blocks(ctx, spec, view, "train")

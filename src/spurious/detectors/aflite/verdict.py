@@ -109,7 +109,7 @@ def predictability_evidence(
         af.n_partitions,
         round_rng(state.entropy, 1, STREAM_PARTITIONS),
     )
-    common = dict(
+    common: dict[str, Any] = dict(
         n_classes=ctx.train.n_classes,
         tau=af.tau,
         n_shuffles=af.n_shuffles,

@@ -32,6 +32,7 @@ from spurious.report.components import (
     stat_block,
 )
 from spurious.report.sections import Section, register_section, result_section
+from spurious.report.tables import Header
 from spurious.results import Result
 
 __all__ = ["letter_plot", "mc_cues_section"]
@@ -113,7 +114,7 @@ def _cue_table(cues: Sequence[Mapping[str, Any]], alpha: float) -> Markup:
             q,
             "yes" if significant else "",
         ])  # fmt: skip
-    headers = [
+    headers: list[Header] = [
         "cue",
         ("items", "items where the cue picks one option (no tie)"),
         ("coverage", "share of all items"),
@@ -160,7 +161,8 @@ def mc_cues_section(result: Result) -> Section:
     details = result.details or {}
     alpha = finite(details.get("alpha")) or 0.05
     cues = [r for r in details.get("cues") or [] if isinstance(r, Mapping)]
-    position = details.get("position") if isinstance(details.get("position"), Mapping) else {}
+    found = details.get("position")
+    position: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     stats = [
         Stat("Items", m.get("n_items"), "", "int"),
         Stat("Chance (mean 1/k)", _pct(m.get("chance"))),

@@ -29,6 +29,7 @@ from spurious.report.components import (
     render_fragment,
 )
 from spurious.report.sections import Section, register_section, result_section
+from spurious.report.tables import Header
 from spurious.results import Result
 
 __all__ = ["accuracy_by_position_plot", "letter_share_plot", "position_bias_section"]
@@ -195,7 +196,7 @@ def _model_table(details: Mapping[str, Any], chance: float | None) -> Markup:
         )
     if not rows:
         return render_fragment('<p class="muted">No model was judged.</p>')
-    headers = [
+    headers: list[Header] = [
         "model",
         ("accuracy", "share of items answered right [bootstrap 95% interval]"),
         ("chance", "mean of 1/k over the items"),
