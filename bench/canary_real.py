@@ -51,7 +51,34 @@ def settings() -> dict[str, dict]:
         {"kind": "token", "field": "text"},
         {"kind": "length", "field": "text", "rates": (0.2,)},
     ]
+    arc = lambda: load_dataset(DATA / "mcq/arc_challenge/test.jsonl", "mcq", name="arc-test")  # noqa: E731
+    mmlu = lambda: load_dataset(DATA / "mcq/mmlu/test", "mcq", name="mmlu-test")  # noqa: E731
+    # Multiple choice: a token or a length cue in the gold option of a share of items
+    # (any letter), seen by the model-free cues and the choices-only probe.
+    mcq = [{"kind": "token", "field": "options"}, {"kind": "length", "field": "options"}]
+    mcq_analyses = {"mc_cues": {}, "mc_leakage": {"features": "lexical"}}
     return {
+        "arc_shuffled": {
+            "data": arc,
+            "background": "shuffled",
+            "plants": mcq,
+            "analyses": mcq_analyses,
+            "label": None,
+        },
+        "arc_own": {
+            "data": arc,
+            "background": "own",
+            "plants": mcq,
+            "analyses": mcq_analyses,
+            "label": None,
+        },
+        "mmlu_shuffled": {
+            "data": mmlu,
+            "background": "shuffled",
+            "plants": mcq,
+            "analyses": mcq_analyses,
+            "label": None,
+        },
         "snli_shuffled": {"data": snli, "background": "shuffled", "plants": nli},
         "snli_own": {
             "data": snli,
@@ -110,7 +137,7 @@ def main() -> int:
         data = s["data"]()
         result = run_canary(
             data,
-            analyses=analyses,
+            analyses=s.get("analyses", analyses),
             profile="quick",
             plants=s["plants"],
             rates=DEFAULT_RATES,

@@ -128,17 +128,23 @@ class CanaryResult:
         """One line per analysis x plant: "at this size, this audit detects ..."."""
         lines = []
         label = self.config.get("label")
+        # Multiple choice: the plant goes into the gold option of a share of all items.
+        unit = (
+            "the items (gold option)"
+            if self.config.get("task") == "mcq"
+            else f"the {label!r} examples"
+        )
         top = self.summary.groupby(["analysis", "plant", "n"], sort=False)["rate"].max()
         for r in self.thresholds().itertuples(index=False):
             if np.isnan(r.min_rate_detected):
                 lines.append(
                     f"n={r.n}: {r.analysis} does not detect {r.plant} at any planted rate "
-                    f"up to {top[(r.analysis, r.plant, r.n)]:.1%} of the {label!r} examples"
+                    f"up to {top[(r.analysis, r.plant, r.n)]:.1%} of {unit}"
                 )
             else:
                 lines.append(
                     f"n={r.n}: {r.analysis} detects {r.plant} planted in >= "
-                    f"{r.min_rate_detected:.1%} of the {label!r} examples"
+                    f"{r.min_rate_detected:.1%} of {unit}"
                 )
         return lines
 
@@ -211,7 +217,11 @@ def detection_plot(result: CanaryResult) -> str | None:
         ax.set_xscale("log")
         ax.set_ylim(-0.05, 1.05)
         ax.set_title(str(plant), fontsize=9)
-        ax.set_xlabel("planted in % of the label's examples")
+        ax.set_xlabel(
+            "planted in % of the items"
+            if result.config.get("task") == "mcq"
+            else "planted in % of the label's examples"
+        )
     axes[0].set_ylabel("detected (dashed: escalated)")
     axes[-1].legend(fontsize=7, frameon=False)
     fig.tight_layout()
