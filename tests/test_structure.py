@@ -98,3 +98,20 @@ def test_strict_skips_fails_on_an_unexpected_skip_only(tmp_path):
     failed = run("data")
     assert failed.returncode == 1, failed.stdout
     assert "unexpected skips" in failed.stdout and "real data not available" in failed.stdout
+
+
+def test_the_shipped_catalog_is_what_the_registry_gives():
+    """``spurious analyses`` reads src/spurious/analyses.json; rewrite it after changing an
+    analysis' name, description or requirements: ``python -m spurious.catalog``."""
+    from spurious.catalog import build_catalog, read_catalog
+
+    assert read_catalog() == build_catalog()
+
+
+def test_listing_analyses_imports_no_analysis_module():
+    loaded = _python(
+        "import sys; from click.testing import CliRunner; from spurious.cli import main; "
+        "out = CliRunner().invoke(main, ['analyses']).output; "
+        "print('mc_leakage' in out, 'sklearn' in sys.modules, 'spurious.analysis' in sys.modules)"
+    )
+    assert loaded == "True False False"

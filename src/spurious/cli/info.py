@@ -46,23 +46,41 @@ def report(run_dir: Path, force: bool) -> None:
 @click.command("analyses")
 def list_analyses() -> None:
     """List the registered analyses: what each measures, needs, and writes."""
-    from spurious.analysis import load_analyses
+    from importlib.metadata import entry_points
+
+    from spurious.catalog import extra_missing, read_catalog
+
+    # The shipped catalog lists the built-in analyses without importing them (~0.1 s
+    # instead of ~2.5 s); with a plugin installed, the registry is the only full list.
+    catalog = None if entry_points(group="spurious.analyses") else read_catalog()
+    if catalog is None:
+        _list_from_registry()
+        return
+    for entry in catalog["analyses"]:
+        _print_analysis(entry["name"], entry["kind"], entry["description"],
+                        entry["requires"], extra_missing(entry["extras"]))  # fmt: skip
+
+
+def _print_analysis(
+    name: str, kind: str, description: str, needs: list[str], missing: list[str]
+) -> None:
+    state = " - unavailable here" if missing else ""
+    click.secho(f"{name} ({kind}){state}", bold=True)
+    click.echo(f"  {description}")
+    click.echo(f"  requires: {', '.join(needs) or '-'}")
+    for why in missing:
+        click.echo(f"  unavailable: {why}")
+
+
+def _list_from_registry() -> None:
+    from spurious.analysis import UNAVAILABLE, load_analyses
 
     for name, cls in load_analyses().items():
-        missing = cls.requires.missing_extras()
-        state = " - unavailable here" if missing else ""
-        click.secho(f"{name} ({cls.kind}){state}", bold=True)
-        click.echo(f"  {cls.description}")
-        click.echo(f"  requires: {', '.join(cls.requires.needs()) or '-'}")
-        for why in missing:
-            click.echo(f"  unavailable: {why}")
-    from spurious.analysis import UNAVAILABLE
-
+        _print_analysis(name, cls.kind, cls.description, cls.requires.needs(),
+                        cls.requires.missing_extras())  # fmt: skip
     for module, why in UNAVAILABLE.items():
         click.secho(f"{module} - unavailable here", bold=True)
         click.echo(f"  {why}")
-        for metric, doc in cls.metric_docs.items():
-            click.echo(f"    {metric}: {doc}")
 
 
 @click.command("detectors", hidden=True)
