@@ -115,3 +115,21 @@ def test_shared_inputs_get_their_own_line_not_the_first_analysis_time(capsys):
     out = capsys.readouterr().out
     assert "shared inputs (built once per run; not in the times above):" in out
     assert "features" in out and "12.5s" in out
+
+
+def test_long_steps_show_progress(capsys):
+    """Issue 23 item 3: PECO says which step it is on; training dynamics count examples."""
+    import spurious
+    from spurious.analysis import get_analysis
+    from spurious.data.synthetic import make_nli_artifacts
+
+    ds = make_nli_artifacts(n=240, random_state=0).dataset
+    analyses = {
+        n: {**get_analysis(n).fast_params, "features": "bow"} for n in ("peco", "cartography")
+    }
+    spurious.run(ds, analyses=analyses, progress=True)
+    err = capsys.readouterr().err
+    assert "peco: " in err and "k-means, seed 1/" in err and "shuffled-label null" in err
+    assert "training dynamics (full)" in err and "epoch 1/" in err
+    spurious.run(ds, analyses=analyses, progress=False)
+    assert "peco: " not in capsys.readouterr().err

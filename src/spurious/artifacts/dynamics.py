@@ -165,6 +165,7 @@ def training_dynamics(
             epochs=epochs,
             n_classes=ctx.train.n_classes,
             random_state=random_state,
+            progress=f"training dynamics ({view})" if ctx.progress else None,
             **options,
         )
     else:
@@ -179,6 +180,7 @@ def training_dynamics(
             train_ids=ctx.train.ids,
             eval_ids=None if ctx.eval is None else ctx.eval.ids,
             random_state=random_state,
+            progress=f"training dynamics ({view})" if ctx.progress else None,
             **options,
         )
     meta = {
@@ -262,7 +264,8 @@ def _option_dynamics(
     feature_s = time.perf_counter() - start
     model = model or "mlp"
     epochs = 10 if epochs is None else epochs
-    common = {"n_features": blocks["train"].n_features, "model": model, "epochs": epochs}
+    common = {"n_features": blocks["train"].n_features, "model": model, "epochs": epochs,
+              "progress": f"training dynamics ({view})" if ctx.progress else None}  # fmt: skip
     start = time.perf_counter()
     if held_out_folds is not None:
         frame = crossfit_dynamics(

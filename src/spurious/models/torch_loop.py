@@ -114,6 +114,7 @@ def train_loop(
     n_threads: int | None = 1,
     after_step: Callable[[int, int, np.ndarray, Any], None] | None = None,
     after_epoch: Callable[[int], bool | None] | None = None,
+    progress: str | None = None,
 ) -> None:
     """Minimise ``batch_loss`` with Adam over ``epochs`` passes of mini-batches of ``rows``.
 
@@ -142,6 +143,8 @@ def train_loop(
         and on a busy machine spinning threads cost ~14x.
     after_step, after_epoch : callable, optional
         The hooks above.
+    progress : str, optional
+        A progress bar with this description (epochs, examples/s); ``None``: none.
 
     Examples
     --------
@@ -157,8 +160,13 @@ def train_loop(
     opt = torch.optim.Adam(params, lr=float(lr), weight_decay=float(weight_decay))
     m = len(rows)
     steps = math.ceil(m / batch_size)
-    with torch_threads(None if n_threads is None else int(n_threads)):
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=epochs * m, desc=progress, unit="ex", unit_scale=True,
+               disable=progress is None, leave=False)  # fmt: skip
+    with bar, torch_threads(None if n_threads is None else int(n_threads)):
         for epoch in range(epochs):
+            bar.set_postfix_str(f"epoch {epoch + 1}/{epochs}", refresh=False)
             order = rows[rng.permutation(m)]
             for step in range(steps):
                 idx = order[step * batch_size : (step + 1) * batch_size]
@@ -168,5 +176,6 @@ def train_loop(
                 opt.step()
                 if after_step is not None:
                     after_step(epoch, step, idx, loss)
+                bar.update(len(idx))
             if after_epoch is not None and after_epoch(epoch):
                 break

@@ -433,6 +433,7 @@ class Cartography(Detector):
             "epochs": 10 if self.epochs is None else self.epochs,
             "n_classes": ctx.train.n_classes,
             "random_state": self.random_state,
+            "progress": "cartography: a null map" if ctx.progress else None,
             **(self.train_options or {}),
         }
         ids = [str(i) for i in scored.ids]

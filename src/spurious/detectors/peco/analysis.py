@@ -67,6 +67,7 @@ from spurious.detectors.peco.score import (
 )
 from spurious.exceptions import ParameterError
 from spurious.results import Headline
+from spurious.utils.progress import Phases
 from spurious.utils.validation import Interval, StrOptions
 from spurious.views import get_view
 
@@ -412,13 +413,22 @@ class Peco(Detector):
         X_sorted = X[order]
         y = np.asarray(scored.labels)[order]
 
-        Z = reduce_dimensions(X_sorted, self.n_components, seed)
         seeds = [seed + i for i in range(self.n_seeds)]
-        fits = [fit_peco(Z, y, k, n_classes, integral=self.integral, random_state=s) for s in seeds]
+        steps = [f"k-means, seed {i + 1}/{len(seeds)}" for i in range(len(seeds))]
+        steps += ["shuffled-label null and bootstrap", "biased regions"]
+        steps += ["App. C sweep"] if self.run_sweep else []
+        phases = Phases("peco", steps, enabled=ctx.progress)  # closed before the return
+        Z = reduce_dimensions(X_sorted, self.n_components, seed)
+        fits = []
+        for step, s in zip(steps, seeds, strict=False):
+            phases.start(step)
+            fits.append(fit_peco(Z, y, k, n_classes, integral=self.integral, random_state=s))
         main = fits[0]
         clusterings = [f.clusters for f in fits]
+        phases.start("shuffled-label null and bootstrap")
         null, boot = self._uncertainty(clusterings, y, k, n_classes, seed)
         metrics = _divergence_metrics(fits, null, boot, self.confidence)
+        phases.start("biased regions")
 
         regions = biased_regions(
             main,
@@ -471,6 +481,7 @@ class Peco(Detector):
                 Z, y, main.clusters, biased_clusters, self.projection, self.projection_sample, seed
             )
         if self.run_sweep:
+            phases.start("App. C sweep")
             table = sweep(
                 X_sorted,
                 y,
@@ -482,6 +493,7 @@ class Peco(Detector):
             )
             details["sweep"] = table.to_dict(orient="records")
 
+        phases.close()
         summary = self._summary(metrics, k, n, view, biased_clusters, in_region)
         return AnalysisOutput(scores=scores, metrics=metrics, summary=summary, details=details)
 

@@ -63,6 +63,7 @@ def option_dynamics(
     train_ids: Sequence[Any] | np.ndarray | None = None,
     eval_ids: Sequence[Any] | np.ndarray | None = None,
     random_state: int | None = 0,
+    progress: str | None = None,
 ) -> pd.DataFrame:
     """Train an option scorer on frozen option blocks and record every item after every epoch.
 
@@ -106,6 +107,8 @@ def option_dynamics(
     random_state : int or None, default=0
         Seeds the initialisation and the batch order; the global random state of numpy
         and torch is left as it was.
+    progress : str, optional
+        A progress bar over the epochs with this description (``None``: none).
 
     Returns
     -------
@@ -192,6 +195,7 @@ def option_dynamics(
         lr=lr,
         weight_decay=weight_decay,
         n_threads=n_threads,
+        progress=progress,
         after_step=after_step,
     )
     logger.info(

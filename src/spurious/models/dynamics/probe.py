@@ -91,6 +91,7 @@ def probe_dynamics(
     train_ids: Sequence[Any] | np.ndarray | None = None,
     eval_ids: Sequence[Any] | np.ndarray | None = None,
     random_state: int | None = 0,
+    progress: str | None = None,
 ) -> pd.DataFrame:
     """Train a small probe on frozen features and record every example after every epoch.
 
@@ -138,6 +139,8 @@ def probe_dynamics(
     random_state : int or None, default=0
         Seeds the initialisation and the batch order; the global random state of numpy
         and torch is left as it was.
+    progress : str, optional
+        A progress bar over the epochs with this description (``None``: none).
 
     Returns
     -------
@@ -198,6 +201,7 @@ def probe_dynamics(
         lr=lr,
         weight_decay=weight_decay,
         n_threads=n_threads,
+        progress=progress,
         after_step=after_step,
     )
     logger.info(
