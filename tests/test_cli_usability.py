@@ -129,7 +129,8 @@ def test_long_steps_show_progress(capsys):
     }
     spurious.run(ds, analyses=analyses, progress=True)
     err = capsys.readouterr().err
-    assert "peco: " in err and "k-means, seed 1/" in err and "shuffled-label null" in err
-    assert "training dynamics (full)" in err and "epoch 1/" in err
+    assert "peco: 0/" in err and "steps, now k-means, seed 1/" in err
+    assert "now shuffled-label null" in err
+    assert "training dynamics (full)" in err and "epoch 1/" in err and "ex/s" in err
     spurious.run(ds, analyses=analyses, progress=False)
     assert "peco: " not in capsys.readouterr().err

@@ -166,7 +166,7 @@ def train_loop(
                disable=progress is None, leave=False)  # fmt: skip
     with bar, torch_threads(None if n_threads is None else int(n_threads)):
         for epoch in range(epochs):
-            bar.set_postfix_str(f"epoch {epoch + 1}/{epochs}", refresh=False)
+            bar.set_postfix_str(f"epoch {epoch + 1}/{epochs}")  # once per epoch: cheap
             order = rows[rng.permutation(m)]
             for step in range(steps):
                 idx = order[step * batch_size : (step + 1) * batch_size]

@@ -44,7 +44,7 @@ class Phases:
             desc=desc,
             disable=not enabled,
             leave=False,
-            bar_format="{desc}: {n}/{total} steps, now {postfix} [{elapsed}]",
+            bar_format="{desc}: {n}/{total} steps{postfix} [{elapsed}]",
         )
         self._started = False
 
@@ -53,7 +53,7 @@ class Phases:
         if self._started:
             self._bar.update(1)
         self._started = True
-        self._bar.set_postfix_str(phase)
+        self._bar.set_postfix_str(f"now {phase}")  # tqdm puts ", " before it
 
     def close(self) -> None:
         """Mark the last step done and remove the line."""
