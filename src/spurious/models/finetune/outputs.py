@@ -18,7 +18,9 @@ before any work (finished, interrupted, or another fine-tune's checkpoints) and
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -35,6 +37,8 @@ from spurious.models.finetune.inference import MODEL_META
 from spurious.models.finetune.recording import empty_frame, read_dynamics
 from spurious.models.runtime import quiet_transformers
 from spurious.utils.io import atomic_write_json, read_json, to_jsonable
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "CHECKPOINT_DIR",
@@ -126,11 +130,9 @@ def prepare_output(
     out: Path, run_info: dict[str, Any], *, resume: bool, overwrite: bool
 ) -> Path | None:
     """Check ``out`` before any work; return the checkpoint to resume from, if any."""
-    from transformers.trainer_utils import get_last_checkpoint
-
     ckpt_dir = out / CHECKPOINT_DIR
     finished = (out / METRICS_FILE).is_file()
-    last = get_last_checkpoint(str(ckpt_dir)) if ckpt_dir.is_dir() else None
+    last = last_complete_checkpoint(ckpt_dir) if ckpt_dir.is_dir() else None
     if overwrite:
         for name in (MODEL_DIR, CHECKPOINT_DIR):
             shutil.rmtree(out / name, ignore_errors=True)
@@ -156,6 +158,40 @@ def prepare_output(
                 "fine-tune (data or config differ). Pass overwrite=True (--force) to start over."
             )
         return Path(last)
+    return None
+
+
+def last_complete_checkpoint(ckpt_dir: Path) -> Path | None:
+    """The newest ``checkpoint-<step>`` folder that was written to the end.
+
+    transformers' Trainer writes ``trainer_state.json`` last when it saves a checkpoint,
+    so a folder without it was cut short (a kill while saving); resuming from it ends in
+    a ``FileNotFoundError``. Such folders are skipped with a warning (and left in place:
+    the next save of that step replaces them).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> for step in (2, 4):
+    ...     (d / f"checkpoint-{step}").mkdir()
+    >>> _ = (d / "checkpoint-2" / "trainer_state.json").write_text("{}")
+    >>> last_complete_checkpoint(d).name  # checkpoint-4 was cut short
+    'checkpoint-2'
+    """
+    steps = []
+    for p in ckpt_dir.iterdir():
+        m = re.fullmatch(r"checkpoint-(\d+)", p.name)
+        if m and p.is_dir():
+            steps.append((int(m.group(1)), p))
+    for _, p in sorted(steps, reverse=True):
+        if (p / "trainer_state.json").is_file():
+            return p
+        logger.warning(
+            "skipping the checkpoint %s: it has no trainer_state.json (interrupted while "
+            "saving); resuming from the one before it",
+            p,
+        )
     return None
 
 
