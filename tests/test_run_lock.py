@@ -86,3 +86,24 @@ def test_a_run_releases_its_folder(tmp_path):
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
     assert time.perf_counter() - t0 < 120
+
+
+def test_train_never_writes_into_another_runs_folder(tmp_path):
+    """Issue 26 item 6: `train --out <a run's folder>` is refused before any work."""
+    from click.testing import CliRunner
+
+    from spurious.cli import main
+
+    run = tmp_path / "run"
+    prepare_out(run, CONFIG, command="spurious audit ...")
+    release_out(run)
+    before = sorted(p.name for p in run.iterdir())
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"premise": "a", "hypothesis": "b", "label": "neutral"}\n' * 4)
+    for extra in ([], ["--force"]):
+        r = CliRunner().invoke(
+            main, ["train", str(data), "--task", "nli", "--out", str(run), *extra]
+        )
+        assert r.exit_code == 2, r.output
+        assert "holds a run of the analyses (manifest.json)" in r.output
+    assert sorted(p.name for p in run.iterdir()) == before

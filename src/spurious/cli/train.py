@@ -170,6 +170,7 @@ def train(
     """
     from spurious.inputs import load_inputs
     from spurious.models.finetune import FineTuneConfig, fine_tune, warmup_split
+    from spurious.models.finetune.outputs import check_not_a_run_dir
 
     check_debiasing(
         loss, bias, bias_rescale, entropy_weight, teacher, warmup_fraction, bias_features
@@ -198,6 +199,7 @@ def train(
         keep_checkpoints=keep_checkpoints,
     )
     out = out or options.default_out("train")
+    check_not_a_run_dir(out)  # before any work (the bias model of --loss trains first)
     inputs = options.run_inputs(data, task, fmt=fmt, field_map=field_map, eval=eval_path)
     ctx = load_inputs(inputs, progress=None)
     train_ds, eval_ds = ctx.train, ctx.eval

@@ -130,6 +130,7 @@ def prepare_output(
     out: Path, run_info: dict[str, Any], *, resume: bool, overwrite: bool
 ) -> Path | None:
     """Check ``out`` before any work; return the checkpoint to resume from, if any."""
+    check_not_a_run_dir(out)
     ckpt_dir = out / CHECKPOINT_DIR
     finished = (out / METRICS_FILE).is_file()
     last = last_complete_checkpoint(ckpt_dir) if ckpt_dir.is_dir() else None
@@ -159,6 +160,29 @@ def prepare_output(
             )
         return Path(last)
     return None
+
+
+def check_not_a_run_dir(out: str | os.PathLike[str]) -> None:
+    """Refuse a folder that holds a run of the analyses (its ``manifest.json``): a trained
+    model never goes beside another run's results, even with ``overwrite``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> check_not_a_run_dir(d)  # empty: fine
+    >>> _ = (d / "manifest.json").write_text("{}")
+    >>> check_not_a_run_dir(d)
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.ParameterError: The 'output_dir' (--out) ... another --out.
+    """
+    if (Path(out) / "manifest.json").is_file():
+        raise ParameterError(
+            f"The 'output_dir' (--out) {os.fspath(out)!r} holds a run of the analyses "
+            "(manifest.json); a fine-tune never writes beside another run's results, even "
+            "with --force. Choose another --out."
+        )
 
 
 def last_complete_checkpoint(ckpt_dir: Path) -> Path | None:
