@@ -107,3 +107,41 @@ def test_train_never_writes_into_another_runs_folder(tmp_path):
         assert r.exit_code == 2, r.output
         assert "holds a run of the analyses (manifest.json)" in r.output
     assert sorted(p.name for p in run.iterdir()) == before
+
+
+def test_rerun_from_another_folder_uses_the_same_files_or_refuses(tmp_path, monkeypatch):
+    """Issue 26 item 9: relative inputs resolve against the folder the run started in, and
+    a re-run whose data differ from the manifest's fingerprints stops before any work."""
+    from click.testing import CliRunner
+
+    from spurious.cli import main
+    from spurious.data.synthetic import make_nli_artifacts
+
+    work = tmp_path / "work"
+    work.mkdir()
+    ds = make_nli_artifacts(n=120, random_state=0).dataset
+    ds.frame[["id", "premise", "hypothesis", "label"]].to_json(
+        work / "d.jsonl", orient="records", lines=True
+    )
+    monkeypatch.chdir(work)
+    r = CliRunner().invoke(
+        main, ["audit", "d.jsonl", "--task", "nli", "--only", "atlas", "--out", "run"]
+    )
+    assert r.exit_code == 0, r.output
+    manifest = json.loads((work / "run" / "manifest.json").read_text())
+    assert manifest["cwd"] == str(work) and manifest["config"]["inputs"]["data"] == "d.jsonl"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "d.jsonl").write_text((work / "d.jsonl").read_text().splitlines()[0] + "\n")
+    monkeypatch.chdir(elsewhere)  # holds another d.jsonl: it must not be used
+    cfg = str(work / "run" / "manifest.json")
+    r = CliRunner().invoke(main, ["run", "--config", cfg, "--out", "again"])
+    assert r.exit_code == 0, r.output
+    again = json.loads((elsewhere / "again" / "manifest.json").read_text())
+    assert again["datasets"]["train"]["n"] == 120
+    # The file changed since: refused, and nothing is written.
+    lines = (work / "d.jsonl").read_text().splitlines()
+    (work / "d.jsonl").write_text("\n".join(lines[:-10]) + "\n")
+    r = CliRunner().invoke(main, ["run", "--config", cfg, "--out", "third"])
+    assert r.exit_code == 2 and "are not the data that run used" in r.output, r.output
+    assert not (elsewhere / "third").exists()

@@ -36,6 +36,7 @@ __all__ = [
     "dataset_entry",
     "prepare_out",
     "release_out",
+    "resolve_input_paths",
     "write_manifest",
 ]
 
@@ -76,6 +77,9 @@ def write_manifest(
     manifest = {
         "status": status,
         "command": command if isinstance(command, str) else " ".join(map(str, command)),
+        # Relative input paths in the config are relative to this folder (spurious run
+        # --config resolves them against it, from wherever it is started).
+        "cwd": os.getcwd(),
         "created": now_iso(),
         "library_version": __version__,
         "seed": seed,
@@ -245,6 +249,33 @@ def _lock(out: Path) -> bool:
 
 #: Keys of ``config["inputs"]`` that name input files or folders.
 _INPUT_PATH_KEYS = ("data", "eval", "heuristics_train", "predictions", "attributes", "annotations")
+
+
+def resolve_input_paths(config: Mapping[str, Any], base: str | os.PathLike[str]) -> dict[str, Any]:
+    """``config`` with its relative input paths made absolute against ``base`` (the folder
+    the run was started from, as its manifest records).
+
+    Examples
+    --------
+    >>> resolve_input_paths({"inputs": {"data": "d.jsonl", "predictions": ["/p.json"]}}, "/w")
+    {'inputs': {'data': '/w/d.jsonl', 'predictions': ['/p.json']}}
+    """
+
+    def fix(value: Any) -> Any:
+        if isinstance(value, str) and value and not value.startswith("<"):
+            return value if os.path.isabs(value) else os.path.join(os.fspath(base), value)
+        return value
+
+    out = dict(config)
+    inputs = dict(out.get("inputs") or {})
+    for key in _INPUT_PATH_KEYS:
+        value = inputs.get(key)
+        if isinstance(value, list):
+            inputs[key] = [fix(v) for v in value]
+        elif value is not None:
+            inputs[key] = fix(value)
+    out["inputs"] = inputs
+    return out
 
 
 def config_input_paths(config: Mapping[str, Any]) -> list[Path]:

@@ -63,6 +63,7 @@ from spurious.rundir import (
 )
 from spurious.rundir import (
     release_out,
+    resolve_input_paths,
 )
 from spurious.rundir import (
     write_manifest as write_manifest,
@@ -177,7 +178,26 @@ def read_config(path: str | os.PathLike[str]) -> dict[str, Any]:
             data = read_json(path)
     except Exception as e:  # JSON or YAML syntax: one readable line
         raise DataFormatError(f"--config {str(path)!r} is not valid JSON/YAML: {e}") from None
+    if isinstance(data, Mapping) and "config" in data and isinstance(data.get("cwd"), str):
+        # A manifest: its relative inputs are relative to where that run was started.
+        data = {**data, "config": resolve_input_paths(data["config"], data["cwd"])}
     return normalise_config(data)
+
+
+def manifest_fingerprints(path: str | os.PathLike[str]) -> dict[str, str]:
+    """``{"train": ..., "eval": ...}`` fingerprints a run's manifest recorded (``{}`` for a
+    plain config file): a re-run must load the same data."""
+    path = Path(path)
+    path = path / "manifest.json" if path.is_dir() else path
+    try:
+        datasets = read_json(path).get("datasets") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return {
+        k: v["fingerprint"]
+        for k, v in datasets.items()
+        if isinstance(v, dict) and "fingerprint" in v
+    }
 
 
 def build_analyses(spec: Mapping[str, Mapping[str, Any]]) -> list[Analysis]:
@@ -336,6 +356,7 @@ def execute(
     on_result: Callable[[Result], None] | None = None,
     before_run: Callable[[RunContext, list[Analysis]], None] | None = None,
     force: bool = False,
+    expected_fingerprints: Mapping[str, str] | None = None,
     datasets: Mapping[str, Dataset] | None = None,
 ) -> Run:
     """Run a config end to end: inputs, analyses, results, manifest, report.
@@ -367,6 +388,9 @@ def execute(
         Called with the context and analyses after validation, before any work.
     force : bool, default=False
         Replace a different run already in ``out`` (see :func:`prepare_out`).
+    expected_fingerprints : mapping, optional
+        ``{"train": ..., "eval": ...}`` from the manifest being re-run: loaded data that
+        differ (a changed file, another file at that path) stop the run before any work.
     """
     t0 = time.perf_counter()
     config = normalise_config(config)
@@ -374,6 +398,14 @@ def execute(
     ctx = context
     if ctx is None:
         ctx = load_inputs(config["inputs"], progress=progress, datasets=datasets)
+    for role, want in (expected_fingerprints or {}).items():
+        ds = ctx.train if role == "train" else ctx.eval if role == "eval" else None
+        if ds is not None and ds.fingerprint != want:
+            raise ParameterError(
+                f"--config: the {role} data loaded from {config['inputs'].get('data' if role == 'train' else role)!r} "
+                f"are not the data that run used (fingerprint {ds.fingerprint}, the manifest "
+                f"says {want}): the file changed, or another file is at that path."
+            )
     if progress is not None:
         ctx.progress = progress
     for analysis in analyses:
@@ -428,9 +460,11 @@ def run_config(
     force: bool = False,
 ) -> Run:
     """Re-run a config (a mapping, a JSON/YAML file, or a run directory's manifest)."""
+    expected = {} if isinstance(config, Mapping) else manifest_fingerprints(config)
     if not isinstance(config, Mapping):
         config = read_config(config)
-    return execute(config, out=out, progress=progress, command="spurious run --config", force=force)
+    return execute(config, out=out, progress=progress, command="spurious run --config",
+                   force=force, expected_fingerprints=expected)  # fmt: skip
 
 
 def run(

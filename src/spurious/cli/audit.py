@@ -315,7 +315,7 @@ def run_command(config_path: Path, fail_on: str | None, out: Path | None, force:
     Example:
       spurious run --config runs/audit-20261123/manifest.json --out runs/again
     """
-    from spurious.runner import read_config
+    from spurious.runner import manifest_fingerprints, read_config
 
     config = read_config(config_path)
     run = output.execute(
@@ -324,5 +324,6 @@ def run_command(config_path: Path, fail_on: str | None, out: Path | None, force:
         "run",
         on_result=output.result_line,
         force=force,
+        expected_fingerprints=manifest_fingerprints(config_path),
     )
     output.finish(run, fail_on=_level(fail_on))
