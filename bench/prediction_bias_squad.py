@@ -52,6 +52,7 @@ from spurious.report import render_report
 from spurious.runner import dataset_entry, write_manifest
 from spurious.stats.metrics import example_scores
 from spurious.utils.io import atomic_write_json
+from spurious.utils.metric_keys import metric_key
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -83,9 +84,10 @@ def summarise(res, heuristics: list[str]) -> dict:
                 "high": [_r(r["high_mean"]), _r(r["high_ci_low"]), _r(r["high_ci_high"])],
                 "validity": r["validity"],
             }
-        if f"threshold_{h}" in m:
-            entry["threshold"] = _r(m[f"threshold_{h}"])
-            entry["n_low"], entry["n_high"] = int(m[f"n_low_{h}"]), int(m[f"n_high_{h}"])
+        if metric_key("threshold", h) in m:
+            entry["threshold"] = _r(m[metric_key("threshold", h)])
+            entry["n_low"] = int(m[metric_key("n_low", h)])
+            entry["n_high"] = int(m[metric_key("n_high", h)])
         nat = [r for r in res.details["natural"] if r["heuristic"] == h]
         entry["human"] = [
             {

@@ -213,11 +213,12 @@ def test_target_size_caps_the_last_slice():
     assert (res.scores["removed_round"] == 1).sum() == 3
 
 
-def test_target_size_at_or_above_dataset_runs_no_round():
+def test_target_size_at_or_above_dataset_is_refused():
+    # n >= |D| would run no round and report "nothing predictable" (issue 26 item 15).
     ds, X = _planted()
-    res = _run(X, ds, target_size=30)
-    assert res.metrics["n_rounds"] == 0 and res.metrics["n_final"] == 30
-    assert res.details["stop_reason"] == "target_size"
+    for n in (30, 31):
+        with pytest.raises(ParameterError, match=r"--target-size.*\|D\|=30"):
+            _run(X, ds, target_size=n)
 
 
 def test_max_rounds_is_a_budget():

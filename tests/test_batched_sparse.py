@@ -90,9 +90,11 @@ def test_aflite_on_sparse_features_batched_matches_sklearn():
     from spurious.data.synthetic import make_nli_artifacts
     from spurious.detectors.aflite import AFLite, make_partition_model
 
-    # "logistic" keeps scikit-learn per partition on sparse input (no faster batched on
-    # CPU, bench/bench_aflite_sparse.py); the batched model is passed explicitly
-    assert type(make_partition_model("logistic", sparse=True)).__name__ == ("SklearnPartitionModel")
+    # "logistic" is the batched model on sparse input too: plain L-BFGS from zero, with
+    # scikit-learn-logistic's iteration budget
+    default = make_partition_model("logistic", sparse=True)
+    assert isinstance(default, BatchedLogisticRegression)
+    assert (default.precondition, default.max_iter) == ("none", 1000)
     ds = make_nli_artifacts(n=900, random_state=0).dataset
     X = RunContext(ds, progress=False).features("bow", "full")
     assert sp.issparse(X)
@@ -115,3 +117,80 @@ def test_aflite_on_sparse_features_batched_matches_sklearn():
     eligible_b, eligible_r = p_b[both] >= 0.75, p_r[both] >= 0.75
     assert (eligible_b == eligible_r).mean() > 0.97
     assert batched.scores["is_aflite_issue"].sum() == ref.scores["is_aflite_issue"].sum()
+
+
+def test_rows_layout_gives_the_fit_of_the_dense_path():
+    # t = 60 rows touch ~270 of 300 columns: the group runs in its rows' coordinates
+    # (W = X_j^T A); the iterates are plain L-BFGS's, so it reaches the dense path's
+    # minimiser in the same number of iterations
+    X, y = _counts(seed=8)
+    idx = _partitions(X.shape[0], 60, 4, seed=9)
+    kw = dict(device="cpu", precondition="none", tol=1e-6, max_iter=2000)
+    sparse, dense = BatchedLogisticRegression(**kw), BatchedLogisticRegression(**kw)
+    ps = sparse.fit_predict(X, y, idx, 3)
+    pd_ = dense.fit_predict(X.toarray(), y, idx, 3)
+    assert sparse.stats_["group_layouts"] == {"rows": 1}
+    assert (sparse.status_ == 1).all() and (dense.status_ == 1).all()
+    assert np.abs(sparse.n_iter_ - dense.n_iter_).max() <= 2
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, atol=1e-4)
+    np.testing.assert_allclose(sparse.intercept_, dense.intercept_, atol=1e-4)
+    assert (ps == pd_).mean() > 0.999
+    # columns no training row touches keep a zero weight, as in the dense fit
+    untouched = np.asarray(X[idx[0]].sum(0)).ravel() == 0
+    assert untouched.any() and (sparse.coef_[0][:, untouched] == 0).all()
+
+
+@pytest.mark.parametrize(
+    ("train_size", "layout", "removed", "digest"),
+    [
+        # t = 30 rows, ~100 columns each: the rows' coordinates
+        (0.05, "rows", 120, "50614585a3fce3ef"),
+        # t = 180 rows on a 220-word vocabulary: the classifiers' own columns
+        (0.3, "columns", 120, "b9f5a8d992d1ef4a"),
+    ],
+)
+def test_aflite_on_bag_of_words_removes_the_rows_the_earlier_solver_removed(
+    train_size, layout, removed, digest
+):
+    """The removed sets were recorded with the earlier sparse solver (every classifier
+    on all d columns, float64 L-BFGS memory; commit 1e074cf): the same iterates in exact
+    arithmetic, so the same predictions and the same draws."""
+    import hashlib
+
+    from spurious.context import RunContext
+    from spurious.data.synthetic import make_nli_artifacts
+    from spurious.detectors.aflite import AFLite
+
+    syn = make_nli_artifacts(n=600, random_state=0)
+    X = RunContext(syn.dataset, progress=False).features("bow", "full")
+    model = BatchedLogisticRegression(precondition="none", max_iter=1000)
+    result = AFLite(model=model, n_partitions=16, train_size=train_size, slice_size=0.05,
+                    tau=0.75, max_rounds=4, features=X, random_state=0).run(syn.dataset)  # fmt: skip
+    assert model.stats_["group_layouts"] == {layout: 1}
+    rows = np.flatnonzero(result.scores["is_aflite_issue"].to_numpy()).astype(np.int64)
+    assert len(rows) == removed
+    assert hashlib.sha256(rows.tobytes()).hexdigest()[:16] == digest
+    # the planted cue's rows (20% of the data) are over-represented among the removed
+    assert syn.has_artifact[rows].mean() > 0.4
+
+
+@pytest.mark.parametrize(("t", "layout"), [(60, "rows"), (400, "columns")])
+def test_centred_intercept_option_reaches_the_same_minimiser(monkeypatch, t, layout):
+    from spurious.models.batched.sparse import _SparseGroup
+
+    X, y = _counts(seed=10)
+    common = (np.random.default_rng(12).random((X.shape[0], 1)) < 0.7).astype(np.float32)
+    X = sp.hstack([X, common], format="csr")  # a word in 70% of the rows
+    idx = _partitions(X.shape[0], t, 4, seed=11)
+    kw = dict(device="cpu", precondition="none", tol=1e-7, max_iter=2000)
+    plain = BatchedLogisticRegression(**kw)
+    p0 = plain.fit_predict(X, y, idx, 3)
+    monkeypatch.setattr(_SparseGroup, "centre", True)
+    centred = BatchedLogisticRegression(**kw)
+    p1 = centred.fit_predict(X, y, idx, 3)
+    assert centred.stats_["group_layouts"] == {layout: 1}
+    assert (centred.status_ == 1).all()
+    # the intercept is mapped back to the uncentred rows: the same model
+    np.testing.assert_allclose(centred.coef_, plain.coef_, atol=1e-4)
+    np.testing.assert_allclose(centred.intercept_, plain.intercept_, atol=1e-4)
+    assert (p0 == p1).mean() > 0.999

@@ -183,14 +183,13 @@ def test_end_to_end_on_synthetic_data():
     res = cls(**{**cls.fast_params, "families": {"m0": "lex", "bow": "lex"}}).run(context=ctx)
     m, s = res.metrics, res.scores
     assert len(s) == len(ctx.eval) and list(s["id"]) == list(ctx.eval.ids)
-    assert m["acc_m0_none"] > m["acc_m2_none"]
+    assert m["accuracy/m0/none"] > m["accuracy/m2/none"]
     for a in ("bow", "tfidf"):
-        total = (
-            m[f"first_round_fraction_{a}"] + m[f"later_fraction_{a}"] + m[f"selected_fraction_{a}"]
-        )
+        total = sum(m[f"{s}_fraction/{a}"] for s in ("first_round", "later", "selected"))
         assert total == pytest.approx(1.0)
     assert m["agreement_all"] == pytest.approx(0.8)
-    assert "family_rank_change_m0_bow" in m
+    assert "family_rank_change/m0/bow" in m
+    assert res.details["score"] == "accuracy" and not any(k.startswith("acc_") for k in m)
     assert s["fairness_score"].between(0, 1).all()
     assert (s["is_fairness_issue"] == (s["fairness_score"] >= 0.5)).all()
     assert res.details["verdict"]
@@ -202,7 +201,7 @@ def test_section_escapes_text():
     r = Result(
         "fairness",
         pd.DataFrame({"id": ["<i>x</i>"], "fairness_score": [0.5]}),
-        {"mean_acc_none": 0.7, "chance": 1 / 3},
+        {"mean_accuracy/none": 0.7, "chance": 1 / 3},
         details={
             "verdict": "<script>alert(1)</script>",
             "models": ["<b>m</b>"],
@@ -295,7 +294,7 @@ def test_random_subset_null_separates_planted_reordering_from_chance():
 
 def _tau_result(tau, lo, hi, p):
     m = {"min_kendall_tau": tau, "min_kendall_tau_ci_low": lo, "min_kendall_tau_ci_high": hi,
-         "min_kendall_tau_null_p": p, "mean_acc_none": 0.7, "mean_acc_a": 0.5}  # fmt: skip
+         "min_kendall_tau_null_p": p, "mean_accuracy/none": 0.7, "mean_accuracy/a": 0.5}  # fmt: skip
     return Result("fairness", pd.DataFrame({"id": ["x"]}), m,
                   details={"adversary_order": ["a"]})  # fmt: skip
 

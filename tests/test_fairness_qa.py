@@ -172,15 +172,16 @@ def test_fairness_on_real_squad_subset():
     ).run(context=ctx)  # fmt: skip
     m, d = res.metrics, res.details
     answers = [list(a) for a in ds.frame["answers"]]
-    for p in preds:  # "none" = SQuAD F1 / EM on the full subset
-        assert m[f"acc_{p.name}_none"] == pytest.approx(np.mean(qa_scores(p.values, answers)))
-        assert m[f"em_{p.name}_none"] == pytest.approx(np.mean(qa_scores(p.values, answers, "em")))
-    assert m["acc_electra-base_none"] > m["acc_bert-tiny_none"]
-    assert np.isnan(m["chance"]) and d["score"] == "SQuAD F1"
+    for p in preds:  # "none" = SQuAD F1 / EM (0-1) on the full subset
+        assert m[f"f1/{p.name}/none"] == pytest.approx(np.mean(qa_scores(p.values, answers)))
+        assert m[f"em/{p.name}/none"] == pytest.approx(np.mean(qa_scores(p.values, answers, "em")))
+    assert m["f1/electra-base/none"] > m["f1/bert-tiny/none"]
+    assert np.isnan(m["chance"]) and d["score"] == "f1" and d["score_name"] == "SQuAD F1 (0-1)"
+    assert {"f1", "em"} <= set(d["matrix"][0]) | set(d["matrix_em"][0])
     for a in ("qa_position", "qa_lexical"):
-        total = sum(m[f"{s}_fraction_{a}"] for s in ("first_round", "later", "selected"))
+        total = sum(m[f"{s}_fraction/{a}"] for s in ("first_round", "later", "selected"))
         assert total == pytest.approx(1.0)
-        assert 0 <= m[f"agreement_selected_{a}"] <= 1
+        assert 0 <= m[f"agreement_selected/{a}"] <= 1
     assert (
         d["families"]["electra-base"] == "electra-base" and "electra-base" in d["families_inferred"]
     )
@@ -297,7 +298,7 @@ def test_inferred_families_feed_the_rank_change():
     cls = get_analysis("fairness")
     res = cls(**{**cls.fast_params, "adversaries": ["bow"], "seeds": [0]}).run(context=ctx)
     assert set(res.details["families_inferred"]) == {"bow", *(p.name for p in ctx.predictions)}
-    assert "family_rank_change_logreg-bow-0_bow" in res.metrics
+    assert "family_rank_change/logreg-bow-0/bow" in res.metrics
     assert "families inferred" in res.details["verdict"]
 
 
@@ -331,7 +332,7 @@ def test_cli_fairness_on_qa_without_eval(tmp_path):
     )  # fmt: skip
     assert res.exit_code == 0, res.output
     metrics = json.loads((out / "fairness" / "metrics.json").read_text())
-    assert metrics["acc_electra-good_none"] == pytest.approx(1.0)
+    assert metrics["f1/electra-good/none"] == pytest.approx(1.0)
     assert (out / "report.html").exists()
 
 

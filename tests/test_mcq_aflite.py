@@ -203,10 +203,10 @@ def test_fairness_matrix_on_mc_items(planted):
     assert m["chance"] == pytest.approx(np.mean(1 / planted.dataset.frame["options"].map(len)))
     # Unfiltered the cue model is right on the planted half and beats the guesser; on
     # every AF-selected set the planted items are gone and it falls below the guesser.
-    assert m["acc_cue_model_none"] > m["acc_guesser_none"] + 0.15
+    assert m["accuracy/cue_model/none"] > m["accuracy/guesser/none"] + 0.15
     for adv in ("lexical_choices_only", "lexical_full"):
-        assert m[f"acc_cue_model_{adv}"] < 0.15 < m[f"acc_guesser_{adv}"]
-        assert m[f"rank_cue_model_{adv}"] == 2 and m["rank_cue_model_none"] == 1
+        assert m[f"accuracy/cue_model/{adv}"] < 0.15 < m[f"accuracy/guesser/{adv}"]
+        assert m[f"rank/cue_model/{adv}"] == 2 and m["rank/cue_model/none"] == 1
     assert m["min_kendall_tau"] == -1.0
     assert res.details["mcq"]["protocol"].startswith("cross-fitted halves")
     assert res.details["mcq"]["features"]["lexical_full"]["view"] == "full"
@@ -223,7 +223,7 @@ def test_fairness_with_a_training_split():
     assert res.details["mcq"]["protocol"].startswith("AFLite's classifiers train on the training")
     assert res.metrics["chance"] == 0.25
     m = res.metrics
-    assert m["acc_cue_model_lexical_choices_only"] < m["acc_guesser_lexical_choices_only"]
+    assert m["accuracy/cue_model/lexical_choices_only"] < m["accuracy/guesser/lexical_choices_only"]
 
 
 def test_fairness_mc_adversary_specs(planted):

@@ -251,6 +251,6 @@ def test_prediction_bias_finds_the_longest_option_model() -> None:
     )
     res = analysis.run(context=ctx)
     m = res.metrics
-    assert m["bias_longest_gold_is_longest"] > 0.8
-    assert m["bias_random70_gold_is_longest"] < 0.1
+    assert m["bias/longest/gold_is_longest"] > 0.8
+    assert m["bias/random70/gold_is_longest"] < 0.1
     assert res.headline["text"].startswith("longest on gold_is_longest")

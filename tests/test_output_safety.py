@@ -221,7 +221,7 @@ def test_tiny_demo_is_refused_by_the_option_and_tiny_splits_explain_themselves()
     from spurious.exceptions import SchemaError
 
     r = CliRunner().invoke(main, ["demo", "--n", "5"])
-    assert r.exit_code == 2 and "x>=30" in r.output
+    assert r.exit_code == 2 and "30<=x<=1000000" in r.output
     tiny = make_nli_artifacts(n=3, random_state=0).dataset
     with pytest.raises(SchemaError, match="at least 2 examples of every label"):
         tiny.split(0.3)

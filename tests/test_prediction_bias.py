@@ -221,22 +221,23 @@ def test_bias_table_shared_threshold(tmp_path):
     res = bias_table(ds, preds, attributes, metric="em", **FAST)
     m = res.metrics
     assert res.analysis == "prediction_bias"
-    assert m["threshold_h"] == 6.0 and m["bias_biased_h"] > 0.4
-    assert m["bias_fair_h"] < 0.05 and m["natural_bias_h"] == 0.0
-    assert m["worse_group_biased_h"] == pytest.approx(0.3, abs=0.05)
-    assert m["n_low_h"] + m["n_high_h"] == 4000
-    assert m["overall_fair"] == pytest.approx(0.6, abs=0.03)
+    assert m["threshold/h"] == 6.0 and m["bias/biased/h"] > 0.4
+    assert m["bias/fair/h"] < 0.05 and m["natural_bias/h"] == 0.0
+    assert m["worse_group_em/biased/h"] == pytest.approx(0.3, abs=0.05)
+    assert m["n_low/h"] + m["n_high/h"] == 4000
+    assert m["em/fair"] == pytest.approx(0.6, abs=0.03)  # the mean EM, 0-1
+    assert not any(k.startswith(("overall_", "bias_biased")) for k in m)
     # Scores are keyed by id in dataset order, with the attribute realigned by id.
     s = res.scores
     assert s["id"].tolist() == ds.ids.tolist()
     assert {"attr_h", "score_biased", "score_fair", "score_annotator0", "group_h"} <= set(s)
     assert (s["group_h"] == np.where(s["attr_h"] <= 6, "low", "high")).all()
     row = next(r for r in res.details["table"] if r["model"] == "biased" and r["heuristic"] == "h")
-    assert row["n_low"] == m["n_low_h"] and row["validity"] == "strict"
+    assert row["n_low"] == m["n_low/h"] and row["validity"] == "strict"
     assert set(res.details["curves"]["h"]["bias"]) == {"biased", "fair", "human"}
     # The vectorised multi-model sweep equals the single-model function (same draws).
     single = prediction_bias(s["score_fair"].to_numpy(), s["attr_h"].to_numpy(), 6.0, **FAST)
-    assert m["bias_fair_h"] == pytest.approx(single.bias)
+    assert m["bias/fair/h"] == pytest.approx(single.bias)
     assert row["low_ci_low"] == pytest.approx(
         prediction_bias(
             s["score_biased"].to_numpy(), s["attr_h"].to_numpy(), 6.0, **FAST
@@ -245,7 +246,7 @@ def test_bias_table_shared_threshold(tmp_path):
     # Round trip through the on-disk form, and the report section renders with plots.
     res.save(tmp_path / "pb")
     back = DetectorResult.load(tmp_path / "pb", expected_fingerprints={"eval": ds.fingerprint})
-    assert back.metrics["bias_biased_h"] == m["bias_biased_h"]
+    assert back.metrics["bias/biased/h"] == m["bias/biased/h"]
     import spurious.report.sections.prediction_bias  # noqa: F401
 
     section = build_section(back)
@@ -256,12 +257,12 @@ def test_bias_table_shared_threshold(tmp_path):
 def test_bias_table_own_thresholds_reference_and_fixed():
     ds, preds, attributes = _toy_qa(seed=1)
     own = bias_table(ds, preds, attributes, heuristics=["h"], shared_threshold=False, **FAST)
-    assert own.metrics["threshold_biased_h"] == 6.0
-    assert "threshold_h" not in own.metrics and "natural_bias_biased_h" in own.metrics
+    assert own.metrics["threshold/biased/h"] == 6.0
+    assert "threshold/h" not in own.metrics and "natural_bias/biased/h" in own.metrics
     ref = bias_table(ds, preds, attributes, reference="fair", metric="f1", **FAST)
     assert ref.params["reference"] == "fair"
     fixed = bias_table(ds, preds, attributes, thresholds={"h": 3}, natural=False, **FAST)
-    assert fixed.metrics["threshold_h"] == 3.0 and "natural_bias_h" not in fixed.metrics
+    assert fixed.metrics["threshold/h"] == 3.0 and "natural_bias/h" not in fixed.metrics
     with pytest.raises(ParameterError, match="reference"):
         bias_table(ds, preds, attributes, reference="nope")
     with pytest.raises(ParameterError, match="distinct names"):
@@ -287,7 +288,7 @@ def test_monte_carlo_spread_is_reported_beside_every_bias():
     res = bias_table(ds, preds, attributes, metric="em", n_trials=100, sample_size=400)
     m = res.metrics
     for name in ("biased", "fair"):
-        sd = m[f"bias_mc_sd_{name}_h"]
+        sd = m[f"bias_mc_sd/{name}/h"]
         assert np.isfinite(sd) and 0 <= sd < 0.03
     # The sd is what it says: biases at other seeds scatter by about that much.
     s = res.scores
@@ -298,10 +299,10 @@ def test_monte_carlo_spread_is_reported_beside_every_bias():
         ).bias
         for seed in range(1, 9)
     ]  # fmt: skip
-    assert np.std(others, ddof=1) == pytest.approx(m["bias_mc_sd_biased_h"], rel=1.5, abs=0.004)
+    assert np.std(others, ddof=1) == pytest.approx(m["bias_mc_sd/biased/h"], rel=1.5, abs=0.004)
     # Same seed, same spread: it is reproducible.
     again = bias_table(ds, preds, attributes, metric="em", n_trials=100, sample_size=400)
-    assert again.metrics["bias_mc_sd_biased_h"] == m["bias_mc_sd_biased_h"]
+    assert again.metrics["bias_mc_sd/biased/h"] == m["bias_mc_sd/biased/h"]
     # Too few trials: a warning that says how large a difference is noise.
     few = bias_table(ds, preds, attributes, metric="em", n_trials=5, sample_size=50)
     assert any("Raise n_trials" in w for w in few.details["warnings"])
@@ -349,7 +350,7 @@ def test_few_valued_heuristics_on_snli_dev_get_a_size_that_defines_them(snli_neg
     fixed = bias_table(ds, [model], attr, n_trials=50, sample_size=800)
     for h in names:
         smaller, _ = split_capacity(attr[h].to_numpy())
-        assert math.isnan(fixed.metrics[f"bias_m_{h}"])
+        assert math.isnan(fixed.metrics[f"bias/m/{h}"])
         why = fixed.details["undefined"][h]
         assert f"leaves {smaller} example(s) on its smaller side" in why
         assert f"--sample-size {smaller // 2}" in why
@@ -357,12 +358,14 @@ def test_few_valued_heuristics_on_snli_dev_get_a_size_that_defines_them(snli_neg
     assert adapted.details["undefined"] == {}
     for h in names:
         smaller, _ = split_capacity(attr[h].to_numpy())
-        assert adapted.metrics[f"sample_size_{h}"] == smaller // 2
+        assert adapted.metrics[f"sample_size/{h}"] == smaller // 2
         assert "instead of 800" in adapted.details["sample_size_notes"][h]
     # The planted gap (0.9 vs 0.5) is found where it was planted, and only there.
-    assert adapted.metrics["bias_m_negation_in_hypothesis"] > 0.1
-    assert adapted.metrics["worse_group_m_negation_in_hypothesis"] == pytest.approx(0.5, abs=0.1)
-    assert adapted.metrics["bias_m_all_words_in_premise"] == 0.0
+    assert adapted.metrics["bias/m/negation_in_hypothesis"] > 0.1
+    assert adapted.metrics["worse_group_accuracy/m/negation_in_hypothesis"] == pytest.approx(
+        0.5, abs=0.1
+    )
+    assert adapted.metrics["bias/m/all_words_in_premise"] == 0.0
 
 
 # -- the headline's evidence (issue 19: verdicts rest on an interval or a null test) -------
@@ -380,7 +383,7 @@ def test_permutation_null_known_answers():
     res = bias_table(ds, preds, attributes, metric="em", n_permutations=19, **FAST)
     null = res.details["null"]
     # A planted 0.9 vs 0.3 gap: no permutation comes near it, p = 1 / (1 + 19).
-    assert null["observed"] == pytest.approx(max(res.metrics["bias_biased_h"], 0.0))
+    assert null["observed"] == pytest.approx(max(res.metrics["bias/biased/h"], 0.0))
     assert null["p_value"] == pytest.approx(1 / 20) and null["q95"] < 0.05
     fair = bias_table(ds, preds[1:], attributes, metric="em", n_permutations=19, **FAST)
     assert fair.metrics["max_bias"] == 0.0 and fair.metrics["max_bias_null_p_value"] == 1.0
@@ -393,7 +396,7 @@ def test_headline_rests_on_the_monte_carlo_interval_and_the_permutation_test():
     ev = head["evidence"]
     assert ev["basis"] == "interval+null_test" and ev["p_value"] <= 0.05
     lo, hi = ev["interval"]
-    bias, sd = res.metrics["bias_biased_h"], res.metrics["bias_mc_sd_biased_h"]
+    bias, sd = res.metrics["bias/biased/h"], res.metrics["bias_mc_sd/biased/h"]
     assert lo < bias < hi and hi - lo == pytest.approx(2 * 2.776 * sd, rel=1e-3)
 
 

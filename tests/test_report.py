@@ -16,6 +16,7 @@ import pytest
 from markupsafe import Markup
 
 from spurious._version import __version__
+from spurious.exceptions import ParameterError
 from spurious.provenance import Provenance
 from spurious.report import (
     SECTION_REGISTRY,
@@ -317,8 +318,10 @@ def test_partial_result_without_details_or_manifest(tmp_path: Path) -> None:
 
 
 def test_empty_run_dir(tmp_path: Path) -> None:
-    html = render_report(tmp_path).read_text(encoding="utf-8")
-    assert "No analysis results" in html
+    # issue 26 item 14: a folder without a run gets no report of nothing, and no file.
+    with pytest.raises(ParameterError, match="is not a run directory"):
+        render_report(tmp_path)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_missing_run_dir_raises(tmp_path: Path) -> None:
@@ -457,6 +460,12 @@ def test_report_in_headless_chromium(
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shot, ARTIFACTS / "report.png")
         logger.info("Saved screenshot to %s", ARTIFACTS / "report.png")
+
+        # Example tables start folded (issue 23 item 8); a click on the summary opens one.
+        examples = driver.find_element("css selector", "details.examples-block")
+        assert examples.get_attribute("open") is None
+        examples.find_element("css selector", "summary").click()
+        assert examples.find_element("css selector", "table.examples").is_displayed()
 
         # The optional sorting script ran (it wraps headers in buttons) and sorts numbers.
         first_score = (

@@ -168,8 +168,8 @@ def test_bias_and_resample_commands(cli, tmp_path):
              "--sample-size", "400", "--n-trials", "50", "--out", str(out)])  # fmt: skip
     assert r.exit_code == 0, r.output
     metrics = json.loads((out / "prediction_bias" / "metrics.json").read_text())
-    assert metrics["threshold_answer_length"] == 3.0
-    assert metrics["bias_short_answer_length"] == 1.0 and metrics["bias_oracle_answer_length"] == 0
+    assert metrics["threshold/answer_length"] == 3.0
+    assert metrics["bias/short/answer_length"] == 1.0 and metrics["bias/oracle/answer_length"] == 0
     assert (out / "manifest.json").exists() and (out / "report.html").stat().st_size > 10_000
     assert "answer_length" in r.output and "human" in r.output
 

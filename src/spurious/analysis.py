@@ -412,6 +412,12 @@ class Analysis(BaseEstimator):  # type: ignore[misc]  # scikit-learn has no type
         """Whether an evaluation split changes what this analysis computes."""
         return True
 
+    def mark_definitions(self, task: Any) -> list[str]:
+        """The definitions whose anti-biased marks (``Result.marks``) this analysis writes
+        on data of ``task``; ``spurious amplify`` checks its options against them before
+        running the analysis. The default marks nothing."""
+        return []
+
     def _check_uses_eval(self) -> None:
         if not self.uses_eval():
             raise ParameterError(

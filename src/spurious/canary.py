@@ -495,7 +495,8 @@ def _run_copies(
     rows: list[dict[str, Any]] = []
     ids = base.ids
     t0 = time.perf_counter()
-    baseline = run(base, analyses=grid.plan, seed=grid.seed, profile=grid.profile, progress=False)
+    # grid.plan holds the profile's parameters already (run() refuses a profile beside it)
+    baseline = run(base, analyses=grid.plan, seed=grid.seed, progress=False)
     grid.timings["baseline_s"] += time.perf_counter() - t0
     base_out = {}
     for name, res in baseline.results.items():
@@ -518,13 +519,7 @@ def _run_copies(
                 random_state=seed, **grid.token_kw,
             )  # fmt: skip
             t0 = time.perf_counter()
-            got = run(
-                planted.dataset,
-                analyses=grid.plan,
-                seed=grid.seed,
-                profile=grid.profile,
-                progress=False,
-            )
+            got = run(planted.dataset, analyses=grid.plan, seed=grid.seed, progress=False)
             grid.timings["planted_s"] += time.perf_counter() - t0
             for name, res in got.results.items():
                 if name not in base_out:

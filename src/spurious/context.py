@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from spurious.artifacts import BUILTIN, builtin_provider
 from spurious.exceptions import AnalysisError, ParameterError
 from spurious.utils.hashing import stable_hash
+from spurious.utils.memory import PeakMeter
 from spurious.utils.progress import default_progress
 from spurious.utils.registry import Registry
 
@@ -126,6 +127,10 @@ class RunContext:
         #: Keys of :attr:`timings` built while another artifact was being built (their
         #: time is inside the outer one's: summing only the others counts it once).
         self.nested_timings: set[str] = set()
+        #: CPU seconds and peak RSS (``SPURIOUS_PEAK_RSS=1``) of each artifact and, from
+        #: the runner, each analysis: key -> {"cpu_s": ..., "peak_rss_gib": ...}.
+        self.resources: dict[str, dict[str, float]] = {}
+        self.meter = PeakMeter()
         self._building = 0
         #: What a person should know about the inputs (rows dropped, overlaps), for the
         #: manifest and the report.
@@ -201,10 +206,12 @@ class RunContext:
             start = time.perf_counter()
             self._building += 1
             try:
-                self._memo[key] = provider(self, **config)
+                with self.meter.span() as used:
+                    self._memo[key] = provider(self, **config)
             finally:
                 self._building -= 1
             name = f"{kind}:{_describe(config)}"
+            self.resources[name] = used
             self.timings[name] = round(time.perf_counter() - start, 4)
             if self._building:
                 self.nested_timings.add(name)

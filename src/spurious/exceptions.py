@@ -45,6 +45,23 @@ class AnalysisError(SpuriousError, RuntimeError):
     """An analysis cannot run on the inputs it was given (for example a missing input)."""
 
 
+class NothingToRunError(AnalysisError):
+    """No analysis of a run can use its inputs (every requirement unmet): nothing would be
+    computed. The message gives each analysis' reasons."""
+
+
+class OutputError(SpuriousError, OSError):
+    """An output cannot be written where it was asked for: no space left, a read-only file
+    system, no permission. The message names the path and what to do."""
+
+
+class ResultNotFoundError(SpuriousError, KeyError):
+    """``run[name]`` for an analysis that is not in the run; the message lists those that are."""
+
+    def __str__(self) -> str:  # KeyError would print the message as a quoted repr
+        return str(self.args[0]) if self.args else ""
+
+
 #: The name :class:`AnalysisError` had when every analysis was a detector (kept so code
 #: that catches it keeps working).
 DetectorError = AnalysisError

@@ -47,6 +47,7 @@ INPUT_KEYS = (
     "drop_overlap",
     "max_dropped",
     "split",
+    "eval_split",
     "allow_network",
     "strict_predictions",
     "predictions_id_field",
@@ -54,6 +55,7 @@ INPUT_KEYS = (
     "predictions_align",
     "predictions_kind",
     "annotations_min_match",
+    "label_names",
 )
 #: Rows without a gold label beyond this fraction of a file stop the run (``max_dropped``).
 MAX_DROPPED_DEFAULT = 0.1
@@ -89,6 +91,7 @@ def load_inputs(
     from spurious.data import load_dataset
 
     given = dict(datasets or {})
+    _check_max_dropped(inputs.get("max_dropped"))
     _check_files_exist(inputs, given)
     fmap = dict(inputs.get("field_map") or {})
     fmt = inputs.get("format")
@@ -100,8 +103,10 @@ def load_inputs(
         for key in ("data", "eval", "heuristics_train"):
             if str(inputs.get(key) or "").startswith("<in-memory") and key not in given:
                 raise ParameterError(
-                    f"inputs.{key} was an in-memory dataset ({inputs[key]}); a config can only "
-                    f"re-load files. Set inputs.{key} to the data's path."
+                    f"inputs.{key} was an in-memory dataset ({inputs[key]}) of a run kept in "
+                    "memory (run() without out=), so nothing re-loads it: a config can only "
+                    f"re-load files. Set inputs.{key} to the data's path, or run again with "
+                    "out=DIR, which stores in-memory data in DIR/inputs/ for re-runs."
                 )
         if "data" in given:
             train = given["data"]
@@ -114,11 +119,22 @@ def load_inputs(
                 format=fmt,
                 split=inputs.get("split"),
                 allow_network=bool(inputs.get("allow_network")),
+                label_names=inputs.get("label_names"),  # --label-names; eval follows DATA
             )
         ev = given.get("eval")
         if ev is None and inputs.get("eval"):
             ev = load_dataset(
-                inputs["eval"], task, field_map=fmap, format=fmt, label_names=train.label_names
+                inputs["eval"],
+                task,
+                field_map=fmap,
+                format=fmt,
+                split=_eval_split(inputs),
+                label_names=train.label_names,
+            )
+        elif inputs.get("eval_split") is not None and ev is None:
+            raise ParameterError(
+                f"--eval-split (inputs.eval_split) {inputs['eval_split']!r} names a split of "
+                "the evaluation data, but no --eval (inputs.eval) was given."
             )
     h_train = given.get("heuristics_train")
     if h_train is None and inputs.get("heuristics_train"):
@@ -205,7 +221,8 @@ def _check_files_exist(inputs: Mapping[str, Any], given: Mapping[str, Any]) -> N
             "(wrap it in a list)."
         )
     for i, p in enumerate(preds):
-        if not Path(os.fspath(p)).expanduser().is_file():
+        # exists(), not is_file(): a folder or FIFO gets the reader's message, not this one.
+        if not Path(os.fspath(p)).expanduser().exists():
             raise ParameterError(f"inputs.predictions[{i}]: no such file {os.fspath(p)!r}.")
 
 
@@ -227,6 +244,20 @@ def _row_notes(ds: Dataset, inputs: Mapping[str, Any]) -> list[str]:
     for field_name, k in (ds.frame.attrs.get("n_empty_text") or {}).items():
         notes.append(f"{ds.name}: {k:,} of {len(ds):,} rows have an empty {field_name!r}.")
     return notes
+
+
+def _check_max_dropped(value: Any) -> None:
+    """``max_dropped`` is a fraction in [0, 1], from the CLI or written in a config."""
+    if value is None:
+        return
+    try:
+        share = float(value)
+    except (TypeError, ValueError):
+        share = float("nan")
+    if isinstance(value, bool) or not 0.0 <= share <= 1.0:  # NaN fails too
+        raise ParameterError(
+            f"inputs.max_dropped (--max-dropped) must be a fraction in [0, 1]; got {value!r}."
+        )
 
 
 def _dropped_rows(ds: Dataset, inputs: Mapping[str, Any]) -> list[str]:
@@ -253,12 +284,16 @@ def _overlap(train: Dataset, ev: Dataset, *, drop: bool) -> tuple[Dataset, list[
     """Evaluation rows that also occur in the data: the same text in every field.
 
     Shared rows inflate every held-out score; they are reported, and dropped on request.
-    Shared ids are reported too but never dropped on their own: files that number their
-    rows from 0 share ids without sharing examples.
+    Texts are compared in Unicode NFC (:func:`~spurious.data.canonical.text_keys`): a row
+    spelled with decomposed accents in one file and composed ones in the other is the
+    same example. Shared ids are reported too but never dropped on their own: files that
+    number their rows from 0 share ids without sharing examples.
     """
+    from spurious.data.canonical import text_keys
+
     fields = list(train.task.text_fields)
-    texts = set(map(tuple, train.frame[fields].astype(str).itertuples(index=False, name=None)))
-    ev_texts = ev.frame[fields].astype(str).itertuples(index=False, name=None)
+    texts = set(text_keys(train.frame, fields))
+    ev_texts = text_keys(ev.frame, fields)
     same_text = np.fromiter((t in texts for t in ev_texts), dtype=bool, count=len(ev))
     ids = set(train.ids)
     n_id = sum(i in ids for i in ev.ids)
@@ -305,22 +340,83 @@ def _synthetic(spec: Mapping[str, Any]) -> tuple[Dataset, Dataset | None]:
     return train, test
 
 
+def _eval_split(inputs: Mapping[str, Any]) -> str | None:
+    """The split of a DatasetDict folder given as ``eval`` (``eval_split``), checked here
+    so the message names --eval / --eval-split rather than the loader's 'split'."""
+    from spurious.data.readers import hf_disk_splits
+
+    split, path = inputs.get("eval_split"), Path(os.fspath(inputs["eval"]))
+    splits = hf_disk_splits(path) if path.is_dir() else None
+    if splits is None and split is not None:
+        raise ParameterError(
+            f"--eval-split (inputs.eval_split) applies to a DatasetDict folder; --eval "
+            f"{str(path)!r} is not one. Got --eval-split {split!r}; leave it out."
+        )
+    if splits is not None and split is None:
+        raise ParameterError(
+            f"--eval {str(path)!r} is a DatasetDict folder: choose its split with --eval-split "
+            f"(inputs.eval_split), one of {splits}, or name the split's folder "
+            f"(--eval {str(path / splits[0])!r})."
+        )
+    if splits is not None and split not in splits:
+        raise ParameterError(
+            f"--eval-split (inputs.eval_split) must be one of {splits}, the splits of --eval "
+            f"{str(path)!r}. Got {split!r} instead."
+        )
+    return None if split is None else str(split)
+
+
 def read_attributes(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Precomputed heuristic values: ``id`` + one numeric column per heuristic."""
     from spurious.data.readers import READERS, infer_format
+    from spurious.utils.io import check_input_file
 
-    path = Path(path)
+    # Before anything opens it: a FIFO would block, a device never end.
+    path = check_input_file(path, what="--attributes", kind="attributes", allow_dir=True)
     fmt = infer_format(path)
     if fmt == "squad":
         raise ParameterError(f"--attributes {str(path)!r}: a SQuAD file holds no heuristic values.")
-    frame, _ = READERS[fmt](path)
+    frame, lines = READERS[fmt](path)
     if "id" not in frame.columns:
         raise SchemaError(f"--attributes {str(path)!r} needs an 'id' column.")
     frame = frame.copy()
     for col in frame.columns:
         if col != "id":
-            frame[col] = pd.to_numeric(frame[col], errors="coerce")
+            unit = "line" if fmt in ("jsonl", "csv", "tsv") else "row"
+            frame[col] = _numeric_column(frame, col, lines, f"{str(path)!r}, {unit}")
     return frame
+
+
+#: Cells of an attributes file read as "no value" (NaN), not as an error.
+_MISSING = {"", "nan", "na", "n/a", "null", "none"}
+
+
+def _numeric_column(frame: pd.DataFrame, col: str, lines: list[int], where: str) -> pd.Series:
+    """``frame[col]`` as floats; empty cells are NaN, any other text is an error naming it.
+
+    Examples
+    --------
+    >>> f = pd.DataFrame({"id": ["a", "b", "c"], "h": ["1", "", "2.5"]})
+    >>> _numeric_column(f, "h", [2, 3, 4], "'x.csv', line").tolist()
+    [1.0, nan, 2.5]
+    >>> _numeric_column(f.assign(h=["1", "high", "2"]), "h", [2, 3, 4], "'x.csv', line")
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.SchemaError: --attributes 'x.csv', line 3 (id 'b'): column 'h' must hold numbers (a heuristic's values); got 'high'. Leave out columns that are not heuristics.
+    """
+    values = pd.to_numeric(frame[col], errors="coerce")
+    text = frame[col].map(lambda v: str(v).strip().lower() if isinstance(v, str) else v)
+    missing = frame[col].isna() | text.isin(_MISSING)
+    bad = np.flatnonzero((values.isna() & ~missing).to_numpy())
+    if bad.size:
+        k = int(bad[0])
+        at = lines[k] if k < len(lines) else k + 1
+        raise SchemaError(
+            f"--attributes {where} {at} (id {frame['id'].iloc[k]!r}): column {col!r} must "
+            f"hold numbers (a heuristic's values); got {frame[col].iloc[k]!r}. Leave out "
+            "columns that are not heuristics."
+        )
+    return values.astype(np.float64)
 
 
 def attach_annotations(

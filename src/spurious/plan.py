@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from spurious.analysis import load_analyses
 from spurious.data.tasks import get_task
 from spurious.exceptions import ParameterError
 
-__all__ = ["audit_plan"]
+__all__ = ["PROFILES", "audit_plan", "check_analyses_argument", "run_profile"]
+
+#: The parameter profiles of ``spurious audit`` (``--quick``; see ``Analysis.profiles``).
+PROFILES = ("full", "quick")
 
 
 def audit_plan(
@@ -33,6 +36,10 @@ def audit_plan(
     analyses share one representation; ``overrides`` (``{name: {param: value}}``) win
     over the profile and ``shared``.
     """
+    if profile not in PROFILES:  # a misspelt profile would silently be "full"
+        raise ParameterError(
+            f"The 'profile' parameter must be one of {list(PROFILES)}. Got {profile!r} instead."
+        )
     registry = load_analyses()
     for name in [*only, *skip, *(overrides or {})]:
         registry.get(name)  # unknown names fail early, listing the known ones
@@ -61,3 +68,70 @@ def audit_plan(
             f"{registry.names()}."
         )
     return plan
+
+
+def run_profile(profile: str | None, analyses: object) -> str:
+    """``run()``'s profile: ``"full"`` by default; refused where it would be ignored.
+
+    Examples
+    --------
+    >>> run_profile(None, None), run_profile("quick", None), run_profile(None, ["pvi"])
+    ('full', 'quick', 'full')
+    >>> run_profile("quick", ["pvi"])
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.ParameterError: The 'profile' parameter of run() ... has no effect ...
+    """
+    if profile is not None and profile not in PROFILES:
+        raise ParameterError(
+            f"The 'profile' parameter of run() must be one of {list(PROFILES)}. Got "
+            f"{profile!r} instead."
+        )
+    if analyses is not None and profile is not None:
+        raise ParameterError(
+            f"The 'profile' parameter of run() ({profile!r}) picks the parameters of the "
+            "analyses audit plans; with 'analyses' given it has no effect (their parameters "
+            "are the ones given, else each analysis' defaults). Leave profile out, or drop "
+            "'analyses' to run the audit's plan with that profile."
+        )
+    return profile or "full"
+
+
+def check_analyses_argument(analyses: object) -> None:
+    """``run()``'s ``analyses``: ``None``, a list of distinct names or ``{name: params}``.
+
+    Examples
+    --------
+    >>> check_analyses_argument(["pvi", "peco"])
+    >>> check_analyses_argument(["pvi", "pvi"])
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.ParameterError: The 'analyses' parameter names ['pvi'] more than once; ...
+    """
+    if analyses is None:
+        return
+    if isinstance(analyses, str):
+        raise ParameterError(
+            f"The 'analyses' parameter must be a list of names or {{name: params}}; got the "
+            f"str {analyses!r} (wrap it in a list: [{analyses!r}])."
+        )
+    if isinstance(analyses, Mapping):
+        bad = {k: v for k, v in analyses.items() if v is not None and not isinstance(v, Mapping)}
+        if bad:
+            raise ParameterError(
+                "The 'analyses' parameter as a mapping takes {name: {parameter: value}}; "
+                f"got {bad!r}."
+            )
+        return
+    if not isinstance(analyses, Iterable):
+        raise ParameterError(
+            "The 'analyses' parameter must be a list of names or {name: params}. Got "
+            f"{type(analyses).__name__} {analyses!r} instead."
+        )
+    names = list(analyses)
+    twice = sorted({str(n) for n in names if names.count(n) > 1})
+    if twice:
+        raise ParameterError(
+            f"The 'analyses' parameter names {twice} more than once; a run has one result "
+            "per analysis (give its parameters as {name: {parameter: value}})."
+        )

@@ -24,9 +24,9 @@ from typing import Any, Literal, TypedDict
 import pandas as pd
 
 from spurious._version import __version__
-from spurious.exceptions import AnalysisError, ResultLoadError
+from spurious.exceptions import AnalysisError, ParameterError, ResultLoadError
 from spurious.provenance import Provenance
-from spurious.utils.io import atomic_write, atomic_write_json, read_json
+from spurious.utils.io import atomic_write, atomic_write_json, output_errors, read_json
 
 RESULT_FORMAT_VERSION = 1
 
@@ -213,18 +213,26 @@ class Result:
         return f"<Result {self.analysis!r} {self.status}{why}: {shape}; {self.summary[:120]!r}>"
 
     def _repr_html_(self) -> str:
+        """The headline in a notebook: what was measured, the verdict and its severity.
+
+        The report's styled cards and figures live in a layer above this module, which
+        may not import them: a displayed ``Run`` shows them, and
+        ``spurious.report.notebook.notebook_html([result])`` shows one result that way.
+        """
         from html import escape
 
-        rows = "".join(
-            f"<tr><td>{escape(str(k))}</td><td>{v:.4g}</td></tr>"
-            for k, v in list(self.metrics.items())[:12]
-            if isinstance(v, int | float)
-        )
-        verdict = self.headline.get("verdict", "")
+        head = self.headline if isinstance(self.headline, dict) else {}
+        label = str(head.get("label") or self.analysis)
+        if self.status != "ok":
+            why = (self.error or "").strip().splitlines()[:1]
+            line = f"{self.status}: {why[0] if why else 'no reason recorded'}"
+            return f"<div><b>{escape(label)}</b> <i>{escape(line)}</i></div>"
+        severity = str(head.get("severity") or "info")
+        verdict = str(head.get("verdict") or "")
+        text = str(head.get("text") or self.summary)
         return (
-            f"<div><b>{escape(self.analysis)}</b> ({escape(self.status)}) "
-            f"{escape(self.summary)}<br><i>{escape(str(verdict))}</i>"
-            f"<table>{rows}</table></div>"
+            f"<div><b>{escape(label)}</b> [{escape(severity)}] {escape(verdict)}"
+            f"<br>{escape(text)}<br><small>{escape(self.analysis)}</small></div>"
         )
 
     @property
@@ -280,9 +288,23 @@ class Result:
     # -- persistence -------------------------------------------------------------------
     def save(self, directory: str | Path) -> Path:
         """Write ``metrics.json``, ``scores.parquet``, ``result.json`` (and ``marks.parquet``)
-        atomically."""
+        atomically into the folder ``directory`` (created if needed).
+
+        Raises
+        ------
+        ParameterError
+            ``directory`` is an existing file.
+        OutputError
+            The location cannot take the files (disk full, read-only, no permission).
+        """
         directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
+        if directory.exists() and not directory.is_dir():
+            raise ParameterError(
+                f"Result.save: {str(directory)!r} is a file; a result is saved as a folder "
+                "(metrics.json, scores.parquet, result.json). Pass a folder path."
+            )
+        with output_errors(directory):
+            directory.mkdir(parents=True, exist_ok=True)
         atomic_write(directory / "scores.parquet", lambda p: self.scores.to_parquet(p, index=False))
         marks = self.marks
         if marks is not None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from spurious._version import __version__
 from spurious.data.dataset import Dataset
+from spurious.data.in_memory import RUN_PREFIX
 from spurious.exceptions import ParameterError, SpuriousError
 from spurious.provenance import dependency_versions, now_iso
 from spurious.results import Result
@@ -31,6 +32,7 @@ from spurious.utils.io import (
 
 __all__ = [
     "RUN_FILES",
+    "RUN_PREFIX",
     "STALE_TMP_SECONDS",
     "check_run_dir",
     "dataset_entry",
@@ -67,12 +69,14 @@ def write_manifest(
     timings: dict[str, float],
     warnings: Sequence[str] = (),
     status: str = "complete",
+    resources: Mapping[str, Mapping[str, float]] | None = None,
 ) -> Path:
     """Write ``out/manifest.json`` atomically.
 
     ``status`` is ``"running"`` for the manifest :func:`prepare_out` writes before the
     first result (so an interrupted run is recognised as this run, and continued by the
-    same command) and ``"complete"`` once every analysis has a result.
+    same command) and ``"complete"`` once every analysis has a result. ``resources``:
+    each analysis' and artifact's CPU seconds and, when measured, peak RSS (GiB).
     """
     manifest = {
         "status": status,
@@ -91,6 +95,7 @@ def write_manifest(
         "warnings": list(warnings),
         "config": to_jsonable(config),
         "timings": {k: round(v, 4) for k, v in timings.items()},
+        "resources": to_jsonable(dict(resources or {})),
     }
     return atomic_write_json(Path(out) / "manifest.json", manifest)
 
@@ -251,18 +256,28 @@ def _lock(out: Path) -> bool:
 _INPUT_PATH_KEYS = ("data", "eval", "heuristics_train", "predictions", "attributes", "annotations")
 
 
-def resolve_input_paths(config: Mapping[str, Any], base: str | os.PathLike[str]) -> dict[str, Any]:
+def resolve_input_paths(
+    config: Mapping[str, Any],
+    base: str | os.PathLike[str] | None,
+    *,
+    run_dir: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
     """``config`` with its relative input paths made absolute against ``base`` (the folder
-    the run was started from, as its manifest records).
+    the run was started from, as its manifest records; ``None``: left relative), and
+    ``"<run>/..."`` paths (files the run stored in its folder) against ``run_dir``.
 
     Examples
     --------
     >>> resolve_input_paths({"inputs": {"data": "d.jsonl", "predictions": ["/p.json"]}}, "/w")
     {'inputs': {'data': '/w/d.jsonl', 'predictions': ['/p.json']}}
+    >>> resolve_input_paths({"inputs": {"data": "<run>/inputs/d.parquet"}}, None, run_dir="/r")
+    {'inputs': {'data': '/r/inputs/d.parquet'}}
     """
 
     def fix(value: Any) -> Any:
-        if isinstance(value, str) and value and not value.startswith("<"):
+        if isinstance(value, str) and value.startswith(RUN_PREFIX) and run_dir is not None:
+            return os.path.join(os.path.abspath(run_dir), value[len(RUN_PREFIX) :])
+        if isinstance(value, str) and value and not value.startswith("<") and base is not None:
             return value if os.path.isabs(value) else os.path.join(os.fspath(base), value)
         return value
 

@@ -16,7 +16,10 @@ A run's *config* is plain data (JSON or YAML)::
 
 and the manifest stores it, so ``spurious run --config DIR/manifest.json`` (or
 :func:`run_config`) re-runs the same run (same inputs, parameters and numbers); synthetic
-inputs are described by their generator, so the demo re-runs too.
+inputs are described by their generator, so the demo re-runs too. An optional
+``"executor"`` (``"ray"`` or ``{"kind": "ray", "options": {"address": "head:6379"}}``,
+written by ``spurious audit --executor ray``) is where the run's shared steps (the
+encoding) run; see :mod:`spurious.execution`.
 
 The run directory layout is in ``docs/run-directory.md``. An analysis whose requirements
 are not met is recorded as ``skipped`` with the reason; one that raises is recorded as
@@ -39,16 +42,31 @@ import pandas as pd
 from spurious.analysis import Analysis, load_analyses
 from spurious.context import RunContext
 from spurious.data.dataset import Dataset
+from spurious.data.in_memory import (
+    check_data_argument,
+    load_splits,
+    save_for_rerun,
+    split_inputs,
+    split_task,
+)
 from spurious.exceptions import (
-    DataFormatError,
+    NothingToRunError,
     ParameterError,
+    ResultNotFoundError,
     SpuriousError,
     as_missing_dependency,
 )
-from spurious.inputs import INPUT_KEYS, load_inputs
+from spurious.execution import make_executor, use_executor
+from spurious.inputs import load_inputs
 from spurious.plan import audit_plan as audit_plan
+from spurious.plan import check_analyses_argument, run_profile
 from spurious.provenance import Provenance
 from spurious.results import Result
+from spurious.runconfig import CONFIG_KEYS as CONFIG_KEYS
+from spurious.runconfig import build_analyses as build_analyses
+from spurious.runconfig import manifest_fingerprints as manifest_fingerprints
+from spurious.runconfig import normalise_config as normalise_config
+from spurious.runconfig import read_config as read_config
 from spurious.rundir import (
     RUN_FILES as RUN_FILES,
 )
@@ -68,11 +86,11 @@ from spurious.rundir import (
 from spurious.rundir import (
     write_manifest as write_manifest,
 )
-from spurious.utils.io import read_json, to_jsonable
+from spurious.utils.io import to_jsonable
+from spurious.utils.progress import Phases, datasets_progress, default_progress
+from spurious.utils.validation import check_seed
 
 logger = logging.getLogger(__name__)
-
-CONFIG_KEYS = ("inputs", "analyses", "seed", "profile")
 
 
 # ---------------------------------------------------------------------------------------
@@ -101,6 +119,8 @@ class Run:
     out: Path | None = None
     report: Path | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    #: CPU seconds and (``SPURIOUS_PEAK_RSS=1``) peak RSS of each analysis and artifact.
+    resources: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -108,7 +128,12 @@ class Run:
         return all(r.status != "failed" for r in self.results.values())
 
     def __getitem__(self, name: str) -> Result:
-        return self.results[name]
+        try:
+            return self.results[name]
+        except (KeyError, TypeError):
+            raise ResultNotFoundError(
+                f"This run has no result named {name!r}; its results: {list(self.results)}."
+            ) from None
 
     def __repr__(self) -> str:
         parts = ", ".join(f"{k}={r.status}" for k, r in self.results.items())
@@ -116,106 +141,11 @@ class Run:
         return f"<Run {parts}{where}>"
 
     def _repr_html_(self) -> str:
-        return "".join(r._repr_html_() for r in self.results.values())
+        """The report's first screen in a notebook: answer line, cards, key figure."""
+        from spurious.report.notebook import notebook_html  # matplotlib only when shown
 
-
-# ---------------------------------------------------------------------------------------
-# Config -> inputs and analyses
-# ---------------------------------------------------------------------------------------
-def normalise_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """Check a config's keys and fill defaults; plain data in, plain data out.
-
-    Examples
-    --------
-    >>> normalise_config({"inputs": {"data": "x.jsonl", "task": "nli"},
-    ...                   "analyses": {"partial_input": {}}})["seed"]
-    0
-    """
-    if not isinstance(config, Mapping):
-        raise ParameterError(f"A run config must be a mapping; got {type(config).__name__}.")
-    if "config" in config and "inputs" not in config:  # a manifest: its config inside
-        config = config["config"]
-    unknown = sorted(set(config) - set(CONFIG_KEYS))
-    if unknown:
-        raise ParameterError(f"Unknown run config key(s) {unknown}; expected {list(CONFIG_KEYS)}.")
-    inputs = dict(config.get("inputs") or {})
-    bad = sorted(set(inputs) - set(INPUT_KEYS))
-    if bad:
-        raise ParameterError(f"Unknown input key(s) {bad}; expected {list(INPUT_KEYS)}.")
-    if not inputs.get("data") and not inputs.get("synthetic"):
-        raise ParameterError("A run config needs inputs.data (a file) or inputs.synthetic.")
-    if inputs.get("data") and not inputs.get("task"):
-        raise ParameterError("A run config needs inputs.task with inputs.data.")
-    inputs.setdefault("field_map", {})
-    inputs.setdefault("predictions", [])
-    analyses = config.get("analyses")
-    if not isinstance(analyses, Mapping) or not analyses:
-        raise ParameterError(
-            "A run config needs 'analyses': {name: {parameter: value}} with at least one "
-            f"analysis; known: {load_analyses().names()}."
-        )
-    return {
-        "inputs": inputs,
-        "analyses": {str(k): dict(v or {}) for k, v in analyses.items()},
-        "seed": int(config.get("seed", 0) or 0),
-        "profile": config.get("profile"),
-    }
-
-
-def read_config(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a run config (JSON or YAML), or the config inside a run's ``manifest.json``."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "manifest.json"
-    if not path.is_file():
-        raise ParameterError(f"--config {str(path)!r}: no such file.")
-    try:
-        if path.suffix.lower() in (".yaml", ".yml"):
-            import yaml
-
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        else:
-            data = read_json(path)
-    except Exception as e:  # JSON or YAML syntax: one readable line
-        raise DataFormatError(f"--config {str(path)!r} is not valid JSON/YAML: {e}") from None
-    if isinstance(data, Mapping) and "config" in data and isinstance(data.get("cwd"), str):
-        # A manifest: its relative inputs are relative to where that run was started.
-        data = {**data, "config": resolve_input_paths(data["config"], data["cwd"])}
-    return normalise_config(data)
-
-
-def manifest_fingerprints(path: str | os.PathLike[str]) -> dict[str, str]:
-    """``{"train": ..., "eval": ...}`` fingerprints a run's manifest recorded (``{}`` for a
-    plain config file): a re-run must load the same data."""
-    path = Path(path)
-    path = path / "manifest.json" if path.is_dir() else path
-    try:
-        datasets = read_json(path).get("datasets") or {}
-    except (OSError, ValueError, AttributeError):
-        return {}
-    return {
-        k: v["fingerprint"]
-        for k, v in datasets.items()
-        if isinstance(v, dict) and "fingerprint" in v
-    }
-
-
-def build_analyses(spec: Mapping[str, Mapping[str, Any]]) -> list[Analysis]:
-    """Analysis instances from ``{name: params}``; parameters are validated here.
-
-    Examples
-    --------
-    >>> [a.name for a in build_analyses({"partial_input": {"features": "bow"}})]
-    ['partial_input']
-    """
-    registry = load_analyses()
-    out = []
-    for name, params in spec.items():
-        cls = registry.get(name)
-        analysis = cls.from_config(dict(params))
-        analysis.validate_params()
-        out.append(analysis)
-    return out
+        html = notebook_html(self.results, config=self.config, out=self.out, report=self.report)
+        return str(html)
 
 
 # ---------------------------------------------------------------------------------------
@@ -239,11 +169,13 @@ def run_analyses(
         _note_missing_dependencies(analysis, context)
         start, built = time.perf_counter(), set(context.timings)
         unmet = analysis.unmet(context)
+        used: dict[str, float] = {}
         if unmet:
             res = _placeholder(analysis, context, "skipped", "; ".join(unmet), start)
         else:
             try:
-                res = analysis.run(context=context)
+                with context.meter.span() as used:
+                    res = analysis.run(context=context)
             except Exception as e:  # recorded, not swallowed: the result says "failed"
                 missing = as_missing_dependency(e, analysis.name)
                 if missing is not None:  # an extra that is not installed: skipped, not failed
@@ -258,6 +190,7 @@ def run_analyses(
         new = [k for k in context.timings if k not in built and k not in context.nested_timings]
         shared = sum(context.timings[k] for k in new)
         res.provenance.timings["shared_artifacts_s"] = round(shared, 4)
+        res.provenance.timings.update(used)  # cpu_s (+ peak_rss_gib), artifacts included
         _keep(results, analysis, context, res, out, on_result)
     return results
 
@@ -358,6 +291,7 @@ def execute(
     force: bool = False,
     expected_fingerprints: Mapping[str, str] | None = None,
     datasets: Mapping[str, Dataset] | None = None,
+    refuse_empty: bool = False,
 ) -> Run:
     """Run a config end to end: inputs, analyses, results, manifest, report.
 
@@ -391,13 +325,18 @@ def execute(
     expected_fingerprints : mapping, optional
         ``{"train": ..., "eval": ...}`` from the manifest being re-run: loaded data that
         differ (a changed file, another file at that path) stop the run before any work.
+    refuse_empty : bool, default=False
+        Raise :class:`NothingToRunError` (every reason) before anything is written when no
+        analysis can run, instead of a run of skipped results (the CLI's exit 2).
     """
     t0 = time.perf_counter()
     config = normalise_config(config)
     analyses = order_analyses(build_analyses(config["analyses"]))
     ctx = context
     if ctx is None:
-        ctx = load_inputs(config["inputs"], progress=progress, datasets=datasets)
+        # datasets' own bars (flattening, saving) follow ours, off with progress=False.
+        with datasets_progress(default_progress() if progress is None else progress):
+            ctx = load_inputs(config["inputs"], progress=progress, datasets=datasets)
     for role, want in (expected_fingerprints or {}).items():
         ds = ctx.train if role == "train" else ctx.eval if role == "eval" else None
         if ds is not None and ds.fingerprint != want:
@@ -408,21 +347,39 @@ def execute(
             )
     if progress is not None:
         ctx.progress = progress
+    unmet = {a.name: a.unmet(ctx) for a in analyses}
+    if refuse_empty and analyses and all(unmet.values()):
+        why = "; ".join(f"{name} {' and '.join(reasons)}" for name, reasons in unmet.items())
+        raise NothingToRunError(f"Nothing to run: no analysis can use these inputs: {why}.")
     for analysis in analyses:
-        if not analysis.unmet(ctx):
+        if not unmet[analysis.name]:
             analysis.check(ctx)  # parameters that cannot fit these inputs fail here
-    if out is not None:
-        out = prepare_out(out, config, force=force, command=command)
-    timings = {"load_s": time.perf_counter() - t0}
-    if before_run is not None:
-        before_run(ctx, analyses)
+    # The run's executor is joined before the run folder exists: a cluster that cannot be
+    # reached writes nothing. Every analysis of the run finds it running.
+    executor = make_executor(config.get("executor")).start()
+    try:
+        if out is not None:
+            out = prepare_out(out, config, force=force, command=command)
+        timings = {"load_s": time.perf_counter() - t0}
+        if before_run is not None:
+            before_run(ctx, analyses)
+    except BaseException:
+        executor.close()
+        raise
     t1 = time.perf_counter()
-    results = run_analyses(analyses, ctx, out=out, on_result=on_result)
+    with datasets_progress(ctx.progress), use_executor(executor, start=False, close=True):
+        results = run_analyses(analyses, ctx, out=out, on_result=on_result)
     timings["analyses_s"] = time.perf_counter() - t1
     timings.update({f"{n}_s": r.provenance.timings.get("total_s", 0.0) for n, r in results.items()})
     timings.update({f"artifact:{k}_s": v for k, v in ctx.timings.items()})
+    # CPU seconds (and peak RSS with SPURIOUS_PEAK_RSS=1) of each step, beside the times.
+    resources = {f"artifact:{k}": dict(v) for k, v in ctx.resources.items()}
+    for name, res in results.items():
+        used = {u: res.provenance.timings.get(u) for u in ("cpu_s", "peak_rss_gib")}
+        resources[name] = {u: v for u, v in used.items() if v is not None}
     timings["total_s"] = time.perf_counter() - t0
     run = Run(results=results, context=ctx, config=config, out=None, timings=timings)
+    run.resources = resources
     if out is not None:
         out = Path(out)
         inputs = config["inputs"]
@@ -437,13 +394,16 @@ def execute(
             datasets=entries,
             results=results,
             timings=timings,
+            resources=resources,
             warnings=ctx.warnings,
         )
         run.out = out
         if report:
             from spurious.report import render_report
 
-            run.report = render_report(out)
+            with Phases("report", ["rendering report.html"], enabled=ctx.progress) as line:
+                line.start("rendering report.html")  # seconds of plots on a large run
+                run.report = render_report(out)
         release_out(out)
     return run
 
@@ -468,23 +428,25 @@ def run_config(
 
 
 def run(
-    data: str | os.PathLike[str] | Dataset | None = None,
+    data: str | os.PathLike[str] | Dataset | Any = None,
     task: str | None = None,
     *,
-    eval: str | os.PathLike[str] | Dataset | None = None,
+    eval: str | os.PathLike[str] | Dataset | Any = None,
     analyses: Sequence[str] | Mapping[str, Mapping[str, Any]] | None = None,
     predictions: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (),
     attributes: str | os.PathLike[str] | None = None,
-    heuristics_train: str | os.PathLike[str] | Dataset | None = None,
+    heuristics_train: str | os.PathLike[str] | Dataset | Any = None,
     annotations: str | os.PathLike[str] | None = None,
     field_map: Mapping[str, str] | None = None,
     format: str | None = None,
+    split: str | None = None,
+    eval_split: str | None = None,
     predictions_id_field: str | None = None,
     predictions_value_field: str | None = None,
     predictions_align: str = "id",
     predictions_kind: str = "auto",
     annotations_min_match: float | None = None,
-    profile: str = "full",
+    profile: str | None = None,
     seed: int = 0,
     out: str | os.PathLike[str] | None = None,
     progress: bool | None = None,
@@ -494,19 +456,25 @@ def run(
 
     Parameters
     ----------
-    data : path or Dataset
-        The data (a file in any supported format, or a loaded :class:`Dataset`).
-    task : {"nli", "pair", "text", "qa"}
-        Needed with a path.
-    eval : path or Dataset, optional
-        A held-out evaluation split.
+    data : path, Dataset, pandas.DataFrame or datasets.Dataset / DatasetDict
+        The data: what :func:`~spurious.data.load_dataset` accepts (a file or folder in
+        any supported format, a DataFrame, a Hugging Face dataset; a DatasetDict with
+        ``split``), or a loaded :class:`Dataset`.
+    task : {"nli", "pair", "text", "qa", "mcq"}
+        Needed unless ``data`` is a Dataset (which knows its task).
+    eval : same kinds as ``data``, optional
+        A held-out evaluation split (a DatasetDict with ``eval_split``).
     analyses : list of names, or {name: params}, optional
-        Default: every registered analysis that ``spurious audit`` would pick.
+        Default: every registered analysis that ``spurious audit`` would pick. Each name
+        once.
     predictions, attributes, heuristics_train, annotations, field_map, format
-        As on the command line; ``heuristics_train`` may be a Dataset too. Every input
-        is used whether ``data`` is a path or a Dataset (``field_map`` and ``format``
-        apply to the splits given as paths); a file that does not exist is an error
-        naming it.
+        As on the command line; ``heuristics_train`` may be in memory too. Every input
+        is used whether a split is a path or in memory; ``field_map`` applies to every
+        split but a Dataset, ``format`` to the splits given as paths; a file that does
+        not exist is an error naming it.
+    split, eval_split : str, optional
+        The split of a DatasetDict (an object, or a ``save_to_disk`` folder) given as
+        ``data`` / ``eval`` (``--split``, ``--eval-split``).
     predictions_id_field, predictions_value_field, predictions_align, predictions_kind
         How prediction files are read (``--id-field``, ``--value-field``, ``--align``,
         ``--prediction-kind``); see :func:`spurious.data.predictions.load_predictions`
@@ -516,12 +484,19 @@ def run(
         Smallest share of the ``annotations`` file's examples that must match a row
         (``--min-annotation-match``; default 0.5); see
         :func:`spurious.data.annotations.match_annotations`.
-    profile : {"full", "quick"}
-        Parameter profile of the analyses (see each analysis' ``profiles``).
+    profile : {"full", "quick"}, optional
+        Parameter profile of the analyses ``spurious audit`` picks (see each analysis'
+        ``profiles``; default ``"full"``). Only without ``analyses``, whose parameters
+        are given: a profile there would have no effect, and is an error.
     seed : int
-        ``random_state`` of every analysis that has one.
+        ``random_state`` of every analysis that has one, in ``[0, 2**32 - 1]``.
     out : path, optional
-        Write a run directory (results, manifest, report).
+        Write a run directory (results, manifest, report). Splits given in memory are
+        stored in it as ``inputs/<role>-<fingerprint>.parquet`` and the manifest names
+        them (``"<run>/inputs/..."``), so ``spurious run --config OUT`` and
+        ``spurious amplify --from-run OUT`` re-load them. Without ``out`` nothing is
+        written, and ``Run.config`` records in-memory splits by name only
+        (``"<in-memory NAME>"``): such a config cannot be re-run.
     progress : bool, optional
         Progress bars (default: when a person watches).
     force : bool, default=False
@@ -531,6 +506,13 @@ def run(
     -------
     Run
 
+    Raises
+    ------
+    ParameterError
+        A split of another kind, a missing ``task``, a bad ``seed``, an analysis named
+        twice, ``format`` without a split given as a path (all before anything is
+        written).
+
     Examples
     --------
     >>> from spurious.data.synthetic import make_nli_artifacts
@@ -539,32 +521,31 @@ def run(
     ...         "n_resamples": 50}}, progress=False)
     >>> r["partial_input"].metrics["delta_maj_hypothesis_only"] > 0.05
     True
+
+    A pandas DataFrame (or a Hugging Face dataset) with its task:
+
+    >>> frame = train.frame[["premise", "hypothesis", "label"]]
+    >>> run(frame, "nli", analyses={"partial_input": {"features": "bow", "n_resamples": 50}},
+    ...     progress=False)["partial_input"].status
+    'ok'
     """
-    if data is None or (task is None and not isinstance(data, Dataset)):
-        raise ParameterError("run() needs 'data' (a path or a Dataset) and, for a path, 'task'.")
+    seed = check_seed(seed)
+    splits = {"data": data, "eval": eval, "heuristics_train": heuristics_train}
+    kinds = {key: check_data_argument(value, key) for key, value in splits.items()}
+    task = split_task(data, kinds["data"], task)
+    check_analyses_argument(analyses)
     if isinstance(predictions, str | os.PathLike):
         predictions = [predictions]
-    # In-memory datasets are passed to load_inputs beside the config, which records them
-    # by name; every other input is read exactly as from files.
-    in_memory: dict[str, Dataset] = {}
-    inputs: dict[str, Any] = {}
-    for key, value in (("data", data), ("eval", eval), ("heuristics_train", heuristics_train)):
-        if isinstance(value, Dataset):
-            in_memory[key] = value
-            inputs[key] = f"<in-memory {value.name}>"
-        else:
-            inputs[key] = None if value is None else os.fspath(value)
-    if "data" in in_memory:
-        data_task = in_memory["data"].task.name
-        if task is not None and task != data_task:
-            raise ParameterError(
-                f"run(task={task!r}) but the in-memory 'data' has task {data_task!r}."
-            )
-        task = data_task
+    fmap = dict(field_map or {})
+    in_memory = load_splits(splits, kinds, task, fmap, format, split, eval_split)
+    # Splits given in memory are stored in the run folder and named there, so that the
+    # manifest re-runs; without a folder they are recorded by name only.
+    stored = {k: ds for k, ds in in_memory.items() if kinds[k] != "path"}
+    inputs = split_inputs(splits, kinds, stored, out is not None, format, split, eval_split)
     inputs.update(
         task=task,
         format=format,
-        field_map=dict(field_map or {}),
+        field_map=fmap,
         predictions=[os.fspath(p) for p in predictions],
         attributes=None if attributes is None else os.fspath(attributes),
         annotations=None if annotations is None else os.fspath(annotations),
@@ -580,13 +561,29 @@ def run(
     for key, reading, default in readings:
         if reading != default:
             inputs[key] = reading
+    profile = run_profile(profile, analyses)
     spec = audit_plan(profile=profile, seed=seed, task=task) if analyses is None else analyses
     if not isinstance(spec, Mapping):
         spec = {name: {} for name in spec}
     spec = {n: {**_seeded(n, seed, p)} for n, p in spec.items()}
     config = {"inputs": inputs, "analyses": spec, "seed": seed, "profile": profile}
-    # An in-memory dataset cannot be re-loaded from the config; it is recorded by name.
-    return execute(config, out=out, progress=progress, datasets=in_memory, force=force)
+
+    def store(_ctx: RunContext, _analyses: list[Analysis]) -> None:
+        # After the run folder is prepared (locked, checked): nothing is written earlier.
+        if out is not None:
+            save_for_rerun(stored, Path(os.fspath(out)), fmap)
+
+    result = execute(
+        config,
+        out=out,
+        progress=progress,
+        datasets=in_memory,
+        force=force,
+        before_run=store if (out is not None and stored) else None,
+    )
+    if result.out is not None and stored:  # re-runnable as it is: run_config(result.config)
+        result.config = resolve_input_paths(result.config, None, run_dir=result.out)
+    return result
 
 
 def _seeded(name: str, seed: int, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -101,11 +101,7 @@ def write_arrow_as_parquet(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from spurious.data.readers import (
-        HF_DATASET_FILE,
-        hf_disk_split_folder,
-        read_arrow_table,
-    )
+    from spurious.data.readers import hf_disk_shards, hf_disk_split_folder, read_arrow_table
 
     check_unchanged(dataset, src, reread(src))
     in_path = Path(src.path or "")
@@ -115,8 +111,7 @@ def write_arrow_as_parquet(
         table = read_arrow_table(in_path)
     else:
         folder = hf_disk_split_folder(in_path, src.split)
-        state = json.loads((folder / HF_DATASET_FILE).read_text(encoding="utf-8"))
-        tables = [read_arrow_table(folder / f["filename"]) for f in state["_data_files"]]
+        tables = [read_arrow_table(p) for p in hf_disk_shards(folder)]  # confined to folder
         table = pa.concat_tables(tables)
     table = table.take(pa.array(src.rows[keep]))
     if add_id and src.id_column is None:

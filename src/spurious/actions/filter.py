@@ -151,13 +151,20 @@ def filter_dataset(dataset: Dataset, result: DetectorResult) -> Dataset:
 
 
 def _infer_format(path: Path, fmt: str | None) -> str:
+    suffix = path.suffix.lower()
     if fmt is not None:
         if fmt not in FILTER_FORMATS:
             raise ParameterError(
                 f"The 'format' parameter must be one of {list(FILTER_FORMATS)}. Got {fmt!r} instead."
             )
+        if suffix in _SUFFIXES and _SUFFIXES[suffix] != fmt:
+            # CSV in a file named .jsonl: every reader would take it for the suffix' format.
+            raise ParameterError(
+                f"The 'format' parameter (--filtered-format) {fmt!r} contradicts the suffix of "
+                f"{str(path)!r}, which names {_SUFFIXES[suffix]!r}. Name the file for its "
+                "format, or leave the format out to write what the suffix says."
+            )
         return fmt
-    suffix = path.suffix.lower()
     if suffix in _SUFFIXES:
         return _SUFFIXES[suffix]
     raise ParameterError(
@@ -226,7 +233,8 @@ def write_filtered(
         ``format="hf"``, the folder of a Hugging Face ``datasets`` dataset
         (``save_to_disk``; needs the ``hf`` extra).
     format : {"jsonl", "json", "csv", "tsv", "parquet", "hf"}, optional
-        Overrides the suffix.
+        For a path whose suffix does not name a format (``hf``: a folder); a
+        suffix that names another format is an error, not overridden.
     field_map : mapping, optional
         ``{canonical name: source column}``, used only for a dataset without a recorded
         input (built with ``Dataset.from_frame``); loaded data writes its own columns.
@@ -393,12 +401,17 @@ def _check_keep(dataset: Dataset, keep: Any) -> np.ndarray:
 def output_format(path: str | Path, fmt: str | None = None) -> str:
     """The format :func:`write_filtered` writes ``path`` in (``fmt``, else its suffix).
 
-    Raises the same error as :func:`write_filtered` for an unknown suffix, so callers
-    can check an output location before any work.
+    Raises the same error as :func:`write_filtered` for an unknown suffix, or a
+    ``fmt`` that its suffix contradicts, so callers can check an output location before
+    any work.
 
     Examples
     --------
-    >>> output_format("kept.tsv")
-    'tsv'
+    >>> output_format("kept.tsv"), output_format("kept", "csv")
+    ('tsv', 'csv')
+    >>> output_format("kept.jsonl", "csv")
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.ParameterError: The 'format' parameter (--filtered-format) 'csv' contradicts ...
     """
     return _infer_format(Path(path), fmt)

@@ -19,6 +19,7 @@ import pandas as pd
 from spurious.actions.input_rows import raw_rows, typed_labels
 from spurious.data.dataset import Dataset, InputSource
 from spurious.exceptions import DataFormatError
+from spurious.utils.progress import datasets_progress, default_progress
 
 __all__ = [
     "check_hf_target",
@@ -173,7 +174,10 @@ def save_hf(
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:
-        obj.save_to_disk(str(tmp / "data"))
+        # datasets' "Flattening the indices" / "Saving the dataset" bars only where a
+        # person watches, as ours.
+        with datasets_progress(default_progress()):
+            obj.save_to_disk(str(tmp / "data"))
         if path.exists():  # a dataset folder (checked above): removed with tmp
             os.replace(path, tmp / "old")
         os.replace(tmp / "data", path)

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from spurious.utils.io import atomic_write_text
+from spurious.utils.io import atomic_write_text, read_input_text, text_lines
 
 __all__ = ["read_json_records", "write_json_records"]
 
@@ -29,9 +29,10 @@ def read_json_records(src: str | Path, fmt: str) -> tuple[list[dict[str, Any]], 
     >>> read_json_records(p, "json")
     ([{'a': 1}], {'version': 1, 'data': [{'a': 1}]})
     """
-    text = Path(src).read_text(encoding="utf-8-sig")
+    text = read_input_text(src, what="Data file")
     if fmt == "jsonl":
-        return [json.loads(line) for line in text.splitlines() if line.strip()], None
+        # Lines end at \n only, as the loader reads them: record i here is row i there.
+        return [json.loads(line) for _, line in text_lines(text) if line.strip()], None
     obj = json.loads(text)
     if isinstance(obj, dict) and isinstance(obj.get("data"), list):
         return obj["data"], obj

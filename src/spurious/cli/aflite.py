@@ -58,9 +58,13 @@ SIZE = _SizeType()
     "--features-npy",
     "Use your own features: a .npy matrix with one row per example (overrides --features). "
     "With --eval, one matrix covering both splits plus --ids.",
+    kind="features",
 )
 @options.file_opt(
-    "--ids", "Text file with the id of each --features-npy row, one per line.", dest="ids_path"
+    "--ids",
+    "Text file with the id of each --features-npy row, one per line.",
+    dest="ids_path",
+    kind="ids",
 )
 @options.opt(
     "--view", "Part of the input the features see: full, hypothesis_only, ...", default="full"
@@ -195,6 +199,21 @@ def aflite(
         )
     if ids_path is not None and features_npy is None:
         raise click.UsageError("--ids only applies to --features-npy.")
+    if ray_address is not None and executor != "ray":
+        raise click.BadParameter(
+            f"{ray_address!r} names a Ray cluster, which only --executor ray uses; got "
+            f"--executor {executor}. Add --executor ray, or leave --ray-address out.",
+            param_hint="--ray-address",
+        )
+    if filtered_format is not None and write_filtered is None:
+        raise click.BadParameter(
+            "sets the format of --write-filtered, which is not given.",
+            param_hint="--filtered-format",
+        )
+    if restart and checkpoint_dir is None:
+        raise click.BadParameter(
+            "discards a checkpoint in --checkpoint-dir, which is not given.", param_hint="--restart"
+        )
     if write_filtered is not None:
         # Checked before the run: a bad location must not cost the computed results.
         from spurious.actions.filter import output_format
@@ -240,9 +259,15 @@ def aflite(
         "inputs": options.run_inputs(data, task, fmt=fmt, field_map=fmap, eval=eval_path),
         "analyses": {"aflite": params},
         "seed": seed,
+        # The run joins Ray before its folder exists: a cluster that does not answer
+        # writes nothing (AFLite then uses that connection).
+        **({"executor": ex} if ex != "local" else {}),
     }
 
-    def intro(ctx: Any, _analyses: Any) -> None:
+    planned: list[Any] = []
+
+    def intro(ctx: Any, analyses: Any) -> None:
+        planned.extend(analyses)  # the analysis object says, after the run, if it resumed
         click.echo(
             f"aflite: {len(ctx.train):,} training examples"
             + (f", {len(ctx.eval):,} evaluation examples" if ctx.eval is not None else "")
@@ -257,6 +282,9 @@ def aflite(
         force=force,
     )
     res = run.results["aflite"]
+    resumed = next((getattr(a, "resumed_from_", None) for a in planned), None)
+    if resumed is not None:
+        click.echo(f"aflite: resumed from round {resumed} of {checkpoint_dir}")
     output.finish(run, "aflite", print_rounds)
     if write_filtered is not None:
         scored = run.context.eval if eval_path is not None else run.context.train

@@ -136,7 +136,7 @@ def amplify(
       spurious amplify train.jsonl --task nli --eval dev.jsonl --set cartography.features=bow \\
           --out runs/amplified
     """
-    from spurious.actions.amplify import amplify_run
+    from spurious.actions.amplify import amplify_run, check_options
     from spurious.exceptions import ParameterError
 
     if (data is None) == (from_run is None):
@@ -156,6 +156,7 @@ def amplify(
         raise ParameterError(
             f"Pass either --q or --match-to, not both; got --q {q} and --match-to {match_to}."
         )
+    check_options(**{k: v for k, v in kwargs.items() if k != "random_state"})
     command = ["spurious", *sys.argv[1:]]
     inputs: list[Any] = [data, eval_path]
     if from_run is not None:
@@ -181,14 +182,21 @@ def amplify(
                     param_hint="--set",
                 )
             spec[name].update(params)
+        analyses_spec = {n: {"random_state": seed, **p} for n, p in spec.items()}
         config = {
             "inputs": options.run_inputs(data, task, fmt=fmt, field_map=field_map, eval=eval_path),
-            "analyses": {n: {"random_state": seed, **p} for n, p in spec.items()},
+            "analyses": analyses_spec,
             "seed": seed,
         }
+        # The definitions the analyses will mark: --definition and --match-to must name
+        # them, checked before the analyses run (and before OUT/run exists).
+        marked = _marked_definitions(analyses_spec, task)
+        check_options(**{k: v for k, v in kwargs.items() if k != "random_state"}, marked=marked)
         _check_out(out, force, inputs, None)
         click.echo(f"amplify: running {', '.join(analyses)} into {out / 'run'}")
-        run = execute(config, out=out / "run", command=command, force=force, progress=None)
+        run = execute(
+            config, out=out / "run", command=command, force=force, progress=None, refuse_empty=True
+        )
         failed = {n: r.error for n, r in run.results.items() if r.status != "ok"}
         if failed:
             raise ParameterError(f"The analyses that mark examples did not finish: {failed}.")
@@ -214,6 +222,15 @@ def amplify(
         click.echo(f"splits:  {out / 'hf'}/<definition> (datasets.load_from_disk)")
     if not no_files:
         click.echo(f"files:   {out / 'files'}/<definition>/<split>.<ext>")
+
+
+def _marked_definitions(analyses: dict[str, dict[str, Any]], task: str | None) -> list[str]:
+    """The definitions the analyses of ``analyses`` mark on data of ``task``."""
+    from spurious.data.tasks import get_task
+    from spurious.runner import build_analyses
+
+    t = get_task(str(task))
+    return [d for a in build_analyses(analyses) for d in a.mark_definitions(t)]
 
 
 def _check_out(out: Path, force: bool, inputs: list[Any], amp: Any) -> None:

@@ -68,6 +68,7 @@ def fail_on_option(f: Any) -> Any:
     "--annotations",
     "Per-example annotations of the judged split (JSONL: 'annotator_labels' lists or "
     "ChaosNLI 'label_counter'), matched by id, else by text.",
+    kind="annotations",
 )
 @options.min_annotation_match_option
 @options.attributes_option
@@ -90,6 +91,19 @@ def fail_on_option(f: Any) -> Any:
 @options.opt("--skip", "Leave out these analyses (repeatable).", multiple=True, metavar="ANALYSIS")
 @options.set_option(
     "Set one parameter of one analysis, repeatable (e.g. --set aflite.n_partitions=32)."
+)
+@options.opt(
+    "--executor",
+    "Where the heavy steps run (the encoding, AFLite's partitions, out-of-fold fits, "
+    "cartography's null trainings, minority's clusterings): here, or on a Ray cluster "
+    "(pip install 'spurious[ray]'); same results either way.",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+)
+@options.opt(
+    "--ray-address",
+    "Address of a running Ray cluster (HOST:6379, after 'ray start --head' there), with "
+    "--executor ray; without it, Ray starts on this machine.",
 )
 @options.seed_option()
 @fail_on_option
@@ -137,6 +151,8 @@ def audit(
     only: tuple[str, ...],
     skip: tuple[str, ...],
     overrides: tuple[str, ...],
+    executor: str,
+    ray_address: str | None,
     seed: int,
     fail_on: str | None,
     canary: bool,
@@ -161,20 +177,25 @@ def audit(
       spurious audit mmlu/test/ --task mcq --quick   # a folder of MMLU subject CSVs
       spurious audit dev.jsonl --task nli --quick --fail-on moderate   # CI gate
       spurious audit train.jsonl --task nli --quick --canary   # what would it detect?
+      spurious audit train.jsonl --task nli --executor ray --ray-address head:6379
     """
     from spurious.runner import audit_plan
 
     _check_canary_options(task, canary, canary_rates, canary_background)
+    ex = _executor_spec(executor, ray_address)
     profile = "quick" if quick else "full"
     if features is None:
         features = "lexical" if task == "mcq" and quick else "minilm"
+    shared: dict[str, Any] = {"features": features}
+    if ex != "local":  # every analysis with an executor parameter, and the run's own
+        shared["executor"] = ex
     plan = audit_plan(
         profile=profile,
         seed=seed,
         only=only,
         skip=skip,
         overrides=parse_set(overrides),
-        shared={"features": features},
+        shared=shared,
         task=task,
     )
     config = {
@@ -191,6 +212,7 @@ def audit(
         "analyses": plan,
         "seed": seed,
         "profile": profile,
+        **({"executor": ex} if ex != "local" else {}),
     }
 
     def intro(ctx: Any, analyses: Any) -> None:
@@ -227,6 +249,24 @@ def audit(
     output.exit_status(run, _level(fail_on), also_failed=[error] if error else [])
 
 
+def _executor_spec(executor: str, ray_address: str | None) -> Any:
+    """``--executor`` / ``--ray-address`` as the config's executor (as ``spurious aflite``
+    writes it); a missing Ray fails here, before any work."""
+    from spurious.execution import make_executor
+
+    if ray_address is not None and executor != "ray":
+        raise click.BadParameter(
+            f"{ray_address!r} names a Ray cluster, which only --executor ray uses; got "
+            f"--executor {executor}. Add --executor ray, or leave --ray-address out.",
+            param_hint="--ray-address",
+        )
+    spec: Any = executor
+    if ray_address:
+        spec = {"kind": "ray", "options": {"address": ray_address}}
+    make_executor(spec)  # MissingDependencyError naming the extra when Ray is not installed
+    return spec
+
+
 def _check_canary_options(
     task: str, canary: bool, rates: tuple[float, ...], background: str | None
 ) -> None:
@@ -259,16 +299,20 @@ def _run_canary(
         f"\ncanary ({background} background): {len(data):,} examples; rates: "
         + ", ".join(f"{r:.1%}" for r in rates)
     )
+    from spurious.execution import use_executor
+
     try:
-        result = run_canary(
-            data,
-            analyses=run.config["analyses"],
-            profile=profile,
-            rates=rates,
-            background=background,
-            random_state=seed,
-            progress=lambda line: click.echo(f"  {line}", err=True),
-        )
+        # On the audit's executor, joined once for every planted copy.
+        with use_executor(run.config.get("executor")):
+            result = run_canary(
+                data,
+                analyses=run.config["analyses"],
+                profile=profile,
+                rates=rates,
+                background=background,
+                random_state=seed,
+                progress=lambda line: click.echo(f"  {line}", err=True),
+            )
     except Exception as e:  # the audit's results stand; the caller reports the error
         return f"canary: {e} (the audit's results are written)"
     # Which run it measured: the report warns when a canary/ folder is from another run.
@@ -304,7 +348,7 @@ def _level(fail_on: str | None) -> str | None:
     required=True,
 )
 @fail_on_option
-@options.out_option("run")
+@options.out_option("run", data_options=False)
 def run_command(config_path: Path, fail_on: str | None, out: Path | None, force: bool) -> None:
     """Run (or re-run) the analyses a config describes.
 

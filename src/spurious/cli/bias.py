@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from spurious.cli import options, output
+from spurious.utils.metric_keys import metric_key
 
 
 def _parse_thresholds(items: tuple[str, ...]) -> dict[str, float]:
@@ -36,7 +37,11 @@ def print_bias_table(res: Any) -> None:
     undefined = d.get("undefined") or {}
     names = [*models, *(["human"] if has_human else [])]
     width = max([20, *(len(n) for n in names)]) + 2
-    click.echo(f"\nprediction bias ({d.get('metric')}): bias ± Monte-Carlo sd / worse-group mean")
+    metric = str(d.get("metric"))
+    scale = " (0-1; HF evaluate prints x100)" if metric in ("em", "f1") else ""
+    click.echo(
+        f"\nprediction bias ({metric}{scale}): bias ± Monte-Carlo sd / worse-group mean {metric}"
+    )
     head = (
         f"{'heuristic':<24}"
         + ("T      n_low/n_high   " if shared else "")
@@ -47,12 +52,13 @@ def print_bias_table(res: Any) -> None:
     for h in d.get("heuristics", []):
         line = f"{h:<24}"
         if shared:
-            t = m.get(f"threshold_{h}", math.nan)
-            sizes = f"{int(m.get(f'n_low_{h}', 0))}/{int(m.get(f'n_high_{h}', 0))}"
+            t = m.get(metric_key("threshold", h), math.nan)
+            n_low, n_high = (int(m.get(metric_key(k, h), 0)) for k in ("n_low", "n_high"))
+            sizes = f"{n_low}/{n_high}"
             line += (
                 f"{'-' if h in undefined else f'{t:g}':<7}{'-' if h in undefined else sizes:<15}"
             )
-        size = m.get(f"sample_size_{h}")
+        size = m.get(metric_key("sample_size", h))
         adapted = h in (d.get("sample_size_notes") or {})
         line += f"{'-' if size is None else f'{int(size)}' + ('*' if adapted else ''):<6}"
         for name in models:
@@ -60,16 +66,18 @@ def print_bias_table(res: Any) -> None:
                 "undefined"
                 if h in undefined
                 else _cell(
-                    m.get(f"bias_{name}_{h}"),
-                    m.get(f"worse_group_{name}_{h}"),
-                    m.get(f"bias_mc_sd_{name}_{h}"),
+                    m.get(metric_key("bias", name, h)),
+                    m.get(metric_key(f"worse_group_{metric}", name, h)),
+                    m.get(metric_key("bias_mc_sd", name, h)),
                 )
             )
             line += f"{cell:>{width}}"
         if has_human:
-            line += (
-                f"{_cell(m.get(f'natural_bias_{h}'), m.get(f'natural_worse_group_{h}')):>{width}}"
+            nat = _cell(
+                m.get(metric_key("natural_bias", h)),
+                m.get(metric_key(f"natural_worse_group_{metric}", h)),
             )
+            line += f"{nat:>{width}}"
         click.echo(line)
     if d.get("sample_size_notes"):
         click.echo("* bootstrap groups smaller than --sample-size (too few examples on one side "
@@ -388,7 +396,8 @@ def _threshold_from_run(run: Path, heuristic: str) -> float:
     if not path.exists():
         raise click.UsageError(f"{run} has no prediction_bias/metrics.json")
     metrics = read_json(path)
-    value = metrics.get(f"threshold_{heuristic}")
+    # threshold_<h>: runs written before the "/" keys (docs/run-directory.md)
+    value = metrics.get(metric_key("threshold", heuristic), metrics.get(f"threshold_{heuristic}"))
     if value is None:
         raise click.UsageError(
             f"{path} has no shared threshold for {heuristic!r} (run without --own-threshold, "

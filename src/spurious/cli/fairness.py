@@ -72,6 +72,7 @@ def _adversaries(items: tuple[str, ...]) -> list[str] | dict[str, str]:
     "JSONL of annotations of the evaluation split: 'annotator_labels' lists or ChaosNLI "
     "'label_counter', matched by id, else by text (default: the split's own "
     "annotator_labels).",
+    kind="annotations",
 )
 @options.min_annotation_match_option
 @options.set_option(

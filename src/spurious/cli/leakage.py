@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from spurious.cli import options, output
+from spurious.utils.limits import MAX_SYNTHETIC_ROWS
 
 
 def leakage_table(res: Any) -> None:
@@ -45,9 +46,9 @@ def _finish(run: Any) -> None:
 @options.seed_option()
 @options.opt(
     "--n",
-    "Number of synthetic NLI examples (at least 30: both splits need every label).",
+    "Number of synthetic NLI examples (30 to 1,000,000: both splits need every label).",
     dest="n_examples",
-    type=click.IntRange(min=30),
+    type=click.IntRange(min=30, max=MAX_SYNTHETIC_ROWS),
     default=3000,
 )
 @options.opt(

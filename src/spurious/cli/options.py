@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -45,9 +46,7 @@ def parse_field_map(items: tuple[str, ...]) -> dict[str, str]:
 
 def data_argument(*, exists: bool = False) -> Callable[[F], F]:
     """The DATA argument."""
-    return click.argument(
-        "data", type=click.Path(path_type=Path, exists=exists, dir_okay=not exists)
-    )
+    return click.argument("data", type=InputPath(exists=exists, dir_okay=not exists))
 
 
 def task_option(help: str = "Task of the data.", *, mcq: bool = False) -> Callable[[F], F]:
@@ -66,10 +65,44 @@ def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     return value
 
 
+def _fraction(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    # A float type lets "nan" and "-1" through, and "nan" compares False with every share:
+    # the limit would silently never apply.
+    if value is not None and not 0.0 <= value <= 1.0:  # also refuses NaN
+        raise click.BadParameter(f"expected a fraction in [0, 1]; got {value!r}.")
+    return _remember(ctx, param, value)
+
+
+def _label_names(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    """``"entailment,neutral,contradiction"`` -> a list of names in id order."""
+    names = None
+    if value is not None:
+        names = [v.strip() for v in value.split(",")]
+        if len(names) < 2 or not all(names):
+            raise click.BadParameter(
+                f"expected two or more comma-separated label names in id order (e.g. "
+                f"entailment,neutral,contradiction); got {value!r}."
+            )
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise click.BadParameter(f"label name(s) {repeated} repeated in {value!r}.")
+    return _remember(ctx, param, names)
+
+
 def eval_option(help: str) -> Callable[[F], F]:
-    """``--eval`` with a command-specific meaning, and ``--drop-overlap``."""
+    """``--eval`` with a command-specific meaning, ``--eval-split`` and ``--drop-overlap``."""
     ev = click.option(
-        "--eval", "eval_path", type=click.Path(path_type=Path), default=None, help=help
+        "--eval", "eval_path", type=InputPath(exists=False, dir_okay=True), default=None, help=help
+    )
+    eval_split = click.option(
+        "--eval-split",
+        default=None,
+        expose_value=False,
+        callback=_remember,
+        metavar="SPLIT",
+        help="Split to read when --eval is a Hugging Face DatasetDict folder (save_to_disk), "
+        "e.g. --eval snli_dd --eval-split validation; naming the split's own folder "
+        "(--eval snli_dd/validation) reads the same rows.",
     )
     drop = click.option(
         "--drop-overlap",
@@ -79,7 +112,7 @@ def eval_option(help: str) -> Callable[[F], F]:
         help="Leave out evaluation rows that also occur in DATA (same id or same text); by "
         "default they are kept and counted in a warning, since they inflate held-out scores.",
     )
-    return lambda f: ev(drop(f))
+    return lambda f: ev(eval_split(drop(f)))
 
 
 def field_map_option(f: F) -> F:
@@ -113,9 +146,9 @@ def out_option(command: str, *, data_options: bool = True) -> Callable[[F], F]:
     """The options of a command that writes a run directory.
 
     ``--out DIR`` (default ``runs/<command>-<timestamp>``), ``--force``, and the input
-    options every run on DATA shares: ``--max-dropped``, ``--split``, ``--allow-network``
-    (left out with ``data_options=False``: the demo reads no data, so they would mean
-    nothing there).
+    options every run on DATA shares: ``--max-dropped``, ``--split``, ``--allow-network``,
+    ``--label-names`` (left out with ``data_options=False``: the demo reads no data, and
+    ``run --config`` takes its inputs from the config, so they would mean nothing there).
     """
     out = click.option(
         "--out",
@@ -135,7 +168,8 @@ def out_option(command: str, *, data_options: bool = True) -> Callable[[F], F]:
         type=float,
         default=None,
         expose_value=False,
-        callback=_remember,
+        callback=_fraction,
+        metavar="FRACTION",
         help="Largest fraction of rows without a gold label that may be left out before the "
         "run stops with an error (default 0.1); the count is always reported.",
     )
@@ -145,7 +179,7 @@ def out_option(command: str, *, data_options: bool = True) -> Callable[[F], F]:
         expose_value=False,
         callback=_remember,
         help="Split to read when DATA is a Hugging Face DatasetDict folder (save_to_disk) "
-        "or, with --allow-network, a Hub dataset.",
+        "or, with --allow-network, a Hub dataset (--eval-split for --eval).",
     )
     network = click.option(
         "--allow-network",
@@ -155,9 +189,20 @@ def out_option(command: str, *, data_options: bool = True) -> Callable[[F], F]:
         help="Read DATA that is not a local path as a Hugging Face Hub dataset name "
         "(downloads it); off by default, everything else works offline.",
     )
+    label_names = click.option(
+        "--label-names",
+        default=None,
+        expose_value=False,
+        callback=_label_names,
+        metavar="NAME,NAME,...",
+        help="The labels of DATA in id order, comma-separated (e.g. "
+        "entailment,neutral,contradiction): integer labels index into it, and every label "
+        "must be one of them. Default: the names the data carries, else the task's "
+        "defaults or the labels found.",
+    )
     if not data_options:
         return lambda f: out(force(f))
-    return lambda f: out(force(dropped(split(network(f)))))
+    return lambda f: out(force(dropped(split(network(label_names(f))))))
 
 
 def input_options(f: F) -> F:
@@ -165,8 +210,31 @@ def input_options(f: F) -> F:
     return field_map_option(format_option(f))
 
 
+class InputPath(click.Path):
+    """A path given as input, refused before the command runs when it is a FIFO, a device
+    or larger than the limit of its ``kind`` (:func:`spurious.utils.io.check_input_file`),
+    with the option's name: opening a FIFO blocks forever, ``/dev/zero`` never ends."""
+
+    def __init__(self, kind: str = "data", *, exists: bool = True, dir_okay: bool = False):
+        super().__init__(path_type=Path, exists=exists, dir_okay=dir_okay)
+        self.kind = kind
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        # Before click's own checks, so a folder given for a file gets the same one line.
+        if isinstance(value, str | os.PathLike) and os.path.exists(value):
+            from spurious.utils.io import check_input_file
+
+            what = "input"
+            if isinstance(param, click.Option):
+                what = max(param.opts, key=len)
+            elif param is not None:
+                what = param.human_readable_name
+            check_input_file(value, what=what, kind=self.kind, allow_dir=self.dir_okay)
+        return super().convert(value, param, ctx)
+
+
 #: An existing file given as input.
-INPUT_FILE = click.Path(path_type=Path, exists=True, dir_okay=False)
+INPUT_FILE = InputPath()
 
 
 def opt(flag: str, help: str, *, dest: str | None = None, **kw: Any) -> Callable[[F], F]:
@@ -183,15 +251,17 @@ def file_opt(
     *,
     dest: str | None = None,
     multiple: bool = False,
+    kind: str = "data",
 ) -> Callable[[F], F]:
-    """An option naming an existing input file (repeatable with ``multiple``)."""
-    return opt(flag, help, dest=dest, type=INPUT_FILE, multiple=multiple)
+    """An option naming an existing input file (repeatable with ``multiple``); ``kind``
+    picks its size limit (a key of :data:`spurious.utils.io.INPUT_LIMITS`)."""
+    return opt(flag, help, dest=dest, type=InputPath(kind), multiple=multiple)
 
 
 def predictions_option(help: str, *, must_exist: bool = True) -> Callable[[F], F]:
     """``--predictions``: a model's prediction file, repeatable (files after the first,
     e.g. from a shell glob, arrive as the command's extra arguments)."""
-    kind = INPUT_FILE if must_exist else click.Path(path_type=Path)
+    kind = InputPath("predictions") if must_exist else click.Path(path_type=Path)
     return opt("--predictions", help, type=kind, multiple=True)
 
 
@@ -206,6 +276,7 @@ def attributes_option(f: F) -> F:
         "--attributes",
         "Precomputed heuristic values (Parquet/CSV/JSONL with 'id' and one column per "
         "heuristic) instead of computing them.",
+        kind="attributes",
     )(f)
 
 
@@ -226,10 +297,20 @@ def run_inputs(
     out: dict[str, Any] = {"data": str(data), "task": task, "format": fmt, "field_map": fmap}
     ctx = click.get_current_context(silent=True)
     if ctx is not None:
-        for key in ("drop_overlap", "max_dropped", "split", "allow_network", "strict_predictions"):
-            value = ctx.meta.get(f"spurious.{key}")
-            if value:  # unset flags stay out of the config
-                out[key] = value
+        for key in ("drop_overlap", "allow_network", "strict_predictions"):
+            if ctx.meta.get(f"spurious.{key}"):  # unset flags stay out of the config
+                out[key] = True
+        # Unset values stay out of the config too; a given one is kept even when falsy
+        # (--max-dropped 0 means "no row may lack a gold label", not the default).
+        for key in ("max_dropped", "split", "eval_split", "label_names"):
+            if ctx.meta.get(f"spurious.{key}") is not None:
+                out[key] = ctx.meta[f"spurious.{key}"]
+        if out.get("label_names") is not None and task in ("qa", "mcq"):
+            raise click.BadParameter(
+                f"--task {task} has no label names to set (QA scores answer texts; multiple "
+                "choice, option positions); --label-names applies to nli, pair and text.",
+                param_hint="--label-names",
+            )
         if ctx.meta.get("spurious.annotations_min_match") is not None:
             out["annotations_min_match"] = ctx.meta["spurious.annotations_min_match"]
         for key, config_key in PREDICTION_INPUTS.items():

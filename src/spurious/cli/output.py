@@ -17,10 +17,15 @@ _SEVERITY_MARK = {"high": "!!!", "moderate": "!!", "low": "!", "none": "-", "inf
 
 
 def execute(config: dict[str, Any], out: Any, command: str, **kwargs: Any) -> Any:
-    """Run ``config`` through the one lifecycle, into ``out`` or ``runs/<command>-<time>``."""
+    """Run ``config`` through the one lifecycle, into ``out`` or ``runs/<command>-<time>``.
+
+    A command whose analyses cannot use the inputs at all computes nothing: it stops
+    before writing, with every reason (exit 2), instead of a run of skipped results.
+    """
     from spurious.cli.options import default_out
     from spurious.runner import execute as run_config
 
+    kwargs.setdefault("refuse_empty", True)
     return run_config(
         config, out=out or default_out(command), command=["spurious", *sys.argv[1:]], **kwargs
     )

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from spurious.cli import options
+from spurious.cli.train_flags import api_names_as_flags, check_resumable
 
 PRECISION_CHOICE = click.Choice(["auto", "bf16", "fp16", "fp32"])
 SOURCE_CHOICE = click.Choice(["forward", "pass"])
@@ -121,6 +122,7 @@ LOSS_CHOICE = click.Choice(
 @options.input_options
 @options.seed_option()
 @options.out_option("train")
+@api_names_as_flags  # the engine's errors name output_dir, overwrite=True: say --out, --force
 def train(
     data: Path,
     task: str,
@@ -168,9 +170,11 @@ def train(
     (and, for conf_reg, a --teacher's); OUT/metrics.json then also holds a 'debiasing'
     block: the objective, the bias spec and the bias model's calibration figures.
     """
+    from spurious.exceptions import ParameterError
     from spurious.inputs import load_inputs
     from spurious.models.finetune import FineTuneConfig, fine_tune, warmup_split
     from spurious.models.finetune.outputs import check_not_a_run_dir
+    from spurious.models.runtime.loading import check_max_length
 
     check_debiasing(
         loss, bias, bias_rescale, entropy_weight, teacher, warmup_fraction, bias_features
@@ -199,7 +203,15 @@ def train(
         keep_checkpoints=keep_checkpoints,
     )
     out = out or options.default_out("train")
+    if Path(out).exists() and not Path(out).is_dir():
+        raise ParameterError(
+            f"--out {str(out)!r} is a file; a fine-tune writes a folder (model, dynamics, "
+            "metrics). Choose a folder path."
+        )
     check_not_a_run_dir(out)  # before any work (the bias model of --loss trains first)
+    check_max_length(model, max_length)  # and --model: a folder without a model fails here
+    if resume:
+        check_resumable(out, force=force)  # else it would silently start from scratch
     inputs = options.run_inputs(data, task, fmt=fmt, field_map=field_map, eval=eval_path)
     ctx = load_inputs(inputs, progress=None)
     train_ds, eval_ds = ctx.train, ctx.eval

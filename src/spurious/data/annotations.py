@@ -24,20 +24,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from spurious.data.dataset import Dataset
 from spurious.data.tasks import FIELD_ALIASES
 from spurious.exceptions import DataFormatError, ParameterError, SchemaError
+from spurious.utils.io import check_input_file, read_input_text, text_lines
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ID_FIELDS", "MIN_MATCH", "AnnotationMatch", "match_annotations", "read_annotations"]
+__all__ = [
+    "ID_FIELDS",
+    "MIN_MATCH",
+    "AnnotationMatch",
+    "label_counts",
+    "match_annotations",
+    "read_annotations",
+]
 
 #: Id keys tried, in order, when ``id_field`` is not given.
 ID_FIELDS = ("id", *FIELD_ALIASES["id"])
 #: Default smallest share of the file's examples that must match the dataset.
 MIN_MATCH = 0.5
+#: How messages name the annotation file.
+ANNOTATIONS_WHAT = "The annotations file"
 
 
 @dataclass(frozen=True)
@@ -107,6 +118,8 @@ def read_annotations(
         readers read (Parquet, CSV ...) with the same columns.
     label_names : sequence of str
         The dataset's labels; a file's label may also be a label's unique first letter.
+        Any other label is an error naming the example and the label (see
+        :func:`label_counts`).
     id_field : str, optional
         The id key (default: the first of :data:`ID_FIELDS` present).
 
@@ -125,9 +138,8 @@ def read_annotations(
     >>> read_annotations(f, ["entailment", "neutral", "contradiction"]).iloc[0].to_dict()
     {'id': 'x', 'counts': {'entailment': 3.0, 'contradiction': 1.0}, 'premise': 'A', 'hypothesis': 'B'}
     """
-    path = Path(path)
-    if not path.is_file():
-        raise DataFormatError(f"The annotations file {str(path)!r} does not exist.")
+    # Checked before it is opened: a FIFO would block, a device never end.
+    path = check_input_file(path, what=ANNOTATIONS_WHAT, kind="annotations")
     records = _records(path)
     names = list(label_names)
     rows = []
@@ -136,17 +148,9 @@ def read_annotations(
             (rec[k] for k in ID_FIELDS if rec.get(k) is not None), None
         )  # fmt: skip
         if "label_counter" in rec:
-            counts: dict[str, float] = {}
-            for lab, v in dict(rec["label_counter"]).items():
-                name = _label_name(str(lab), names, f"{path}{where}")
-                counts[name] = counts.get(name, 0.0) + float(v)
+            counts = _counter(rec["label_counter"], names, f"{path}{where}")
         elif "annotator_labels" in rec:
-            counts = {}
-            for lab in rec["annotator_labels"] or []:
-                if lab is None or str(lab) in ("", "-"):
-                    continue
-                name = _label_name(str(lab), names, f"{path}{where}")
-                counts[name] = counts.get(name, 0.0) + 1.0
+            counts = label_counts(rec["annotator_labels"], names, f"{path}{where}") or {}
         else:
             raise DataFormatError(
                 f"{path}{where}: needs 'label_counter' (ChaosNLI) or 'annotator_labels' (a "
@@ -284,7 +288,7 @@ def _records(path: Path) -> list[tuple[str, dict[str, Any]]]:
 
         frame, rows = READERS[infer_format(path)](path)
         return [(f", row {r}", rec) for r, rec in zip(rows, frame.to_dict("records"), strict=True)]
-    text = path.read_text(encoding="utf-8-sig")
+    text = read_input_text(path, what=ANNOTATIONS_WHAT, kind="annotations")
     if text.lstrip().startswith("["):
         try:
             obj = json.loads(text)
@@ -294,7 +298,7 @@ def _records(path: Path) -> list[tuple[str, dict[str, Any]]]:
             raise DataFormatError(f"{path}: expected an array of objects.")
         return [(f", item {i}", r) for i, r in enumerate(obj, 1)]
     out = []
-    for line_no, line in enumerate(text.splitlines(), 1):
+    for line_no, line in text_lines(text):  # at \n only: U+2028 may sit inside a string
         if not line.strip():
             continue
         try:
@@ -305,6 +309,87 @@ def _records(path: Path) -> list[tuple[str, dict[str, Any]]]:
             raise DataFormatError(f"{path}:{line_no}: expected a JSON object per line.")
         out.append((f":{line_no}", row))
     return out
+
+
+def label_counts(labels: Any, label_names: Sequence[str], where: str) -> dict[str, float] | None:
+    """One example's annotator labels (a list) -> ``{label name: count}``.
+
+    Every label must be one of ``label_names`` or a name's unique first letter
+    (``"e"`` for entailment); ``None``, ``""`` and SNLI's ``"-"`` (no label) are
+    skipped. A string where the list belongs is refused, not split into its letters
+    (``"ecn"`` would otherwise count as three annotators): write ``["entailment"]`` for
+    one label.
+
+    Parameters
+    ----------
+    labels : list, tuple or numpy array of labels, or None (not annotated)
+    label_names : sequence of str
+        The dataset's label names.
+    where : str
+        Where the labels come from, for messages (file and line, or dataset and id).
+
+    Returns
+    -------
+    dict or None
+        ``None`` when the example has no labels.
+
+    Raises
+    ------
+    DataFormatError
+        A label that is not one of ``label_names`` (naming it and ``where``), or a
+        value that is not a list.
+
+    Examples
+    --------
+    >>> names = ["entailment", "neutral", "contradiction"]
+    >>> label_counts(["entailment", "e", "neutral", "-"], names, "row 1")
+    {'entailment': 2.0, 'neutral': 1.0}
+    >>> label_counts(["banana"], names, "row 1")
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.DataFormatError: row 1: label 'banana' is not one of [...] ...
+    >>> label_counts("entailment", names, "row 1")
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.DataFormatError: row 1: 'annotator_labels' must be a list of labels; ...
+    """
+    if labels is None or (isinstance(labels, float) and labels != labels):  # None / NaN
+        return None
+    if not isinstance(labels, list | tuple | np.ndarray):
+        raise DataFormatError(
+            f"{where}: 'annotator_labels' must be a list of labels; got "
+            f"{type(labels).__name__} {labels!r}. A string is not split into letters: write "
+            f"[{labels!r}] if it is one annotator's label."
+        )
+    counts: dict[str, float] = {}
+    for lab in labels:
+        if lab is None or str(lab).strip() in ("", "-"):
+            continue
+        name = _label_name(str(lab).strip(), label_names, where)
+        counts[name] = counts.get(name, 0.0) + 1.0
+    return counts or None
+
+
+def _counter(counter: Any, names: Sequence[str], where: str) -> dict[str, float]:
+    """ChaosNLI's ``label_counter`` -> ``{label name: count}`` (counts >= 0)."""
+    if not isinstance(counter, Mapping):
+        raise DataFormatError(
+            f'{where}: \'label_counter\' must map labels to counts (e.g. {{"e": 80, "n": '
+            f"15}}); got {type(counter).__name__} {counter!r}."
+        )
+    counts: dict[str, float] = {}
+    for lab, v in counter.items():
+        name = _label_name(str(lab), names, where)
+        try:
+            k = float(v)
+        except (TypeError, ValueError):
+            k = float("nan")
+        if not k >= 0:  # also NaN
+            raise DataFormatError(
+                f"{where}: label {lab!r} has count {v!r}; expected a number >= 0."
+            )
+        counts[name] = counts.get(name, 0.0) + k
+    return counts
 
 
 def _label_name(label: str, names: Sequence[str], where: str) -> str:

@@ -5,11 +5,13 @@ present (:func:`check_fields`) and hold strings (:func:`check_texts`); labels be
 names and ids (:func:`normalise_labels`) or QA answers lists of strings
 (:func:`normalise_answers`); ids are checked or made from the content
 (:func:`normalise_ids`). Every message names the dataset and the source row.
+:func:`text_keys` is what "the same text" means when rows of two datasets are compared.
 """
 
 from __future__ import annotations
 
 import logging
+import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
@@ -30,6 +32,7 @@ __all__ = [
     "normalise_answers",
     "normalise_ids",
     "normalise_labels",
+    "text_keys",
 ]
 
 
@@ -231,7 +234,7 @@ def _normalise_answers(frame: pd.DataFrame, rows: np.ndarray, name: str) -> pd.D
             v = [v]
         elif isinstance(v, dict) and "text" in v:
             # Hugging Face SQuAD: {"text": [...], "answer_start": [...]}.
-            start = [int(x) for x in _as_list(v.get("answer_start"), "answer_start", row, name)]
+            start = _offsets(v.get("answer_start"), "answers.answer_start", row, name)
             v = v["text"]
         texts = _as_list(v, "answers", row, name)
         bad = [x for x in texts if not isinstance(x, str)]
@@ -243,9 +246,32 @@ def _normalise_answers(frame: pd.DataFrame, rows: np.ndarray, name: str) -> pd.D
         answers.append(texts)
         starts.append(start)
     frame["answers"] = answers
-    if "answer_starts" not in frame and any(starts):
+    if "answer_starts" in frame:
+        frame["answer_starts"] = [
+            _offsets(v, "answer_starts", row, name)
+            for v, row in zip(frame["answer_starts"], rows, strict=True)
+        ]
+    elif any(starts):
         frame["answer_starts"] = starts
     return frame
+
+
+def _offsets(v: object, field_name: str, row: int, name: str) -> list[int]:
+    """Answer start offsets as ints (integral floats and digit strings too), else an error
+    naming the row: a fractional or textual offset would point nowhere in the context."""
+    values = [v] if isinstance(v, int | np.integer | float | str) and not _is_missing(v) else v
+    out = []
+    for x in _as_list(values, field_name, row, name):
+        x = _plain(x)
+        if (isinstance(x, float) and x.is_integer()) or (isinstance(x, str) and x.isdigit()):
+            x = int(x)
+        if isinstance(x, bool) or not isinstance(x, int):
+            raise SchemaError(
+                f"Dataset {name!r}, row {row}: field {field_name!r} must hold character "
+                f"offsets into the context (integers). Got {x!r} of type {type(x).__name__}."
+            )
+        out.append(x)
+    return out
 
 
 def _label_str(v: object) -> str:
@@ -269,8 +295,31 @@ def _natural_key(s: str) -> tuple[int, float | str]:
         return (1, s)
 
 
+def text_keys(frame: pd.DataFrame, fields: Sequence[str]) -> list[tuple[str, ...]]:
+    """Per row, the texts of ``fields`` in Unicode NFC: the key two rows are compared by.
+
+    NFC and NFD spell the same text with different code points (``"é"`` as U+00E9, or as
+    ``e`` + U+0301); rows equal up to that are the same example, so the overlap of an
+    evaluation split with the training data compares these keys. The loaders keep every
+    text as the file has it (no normalisation on load): it is the user's text, the one a
+    model is fed, and content-hash ids and fingerprints are computed from it.
+
+    Examples
+    --------
+    >>> f = pd.DataFrame({"premise": ["Cafe\u0301"], "hypothesis": ["ok"]})
+    >>> text_keys(f, ["premise", "hypothesis"]) == [("Caf\u00e9", "ok")]
+    True
+    """
+    columns = [frame[f].astype(str).map(lambda s: unicodedata.normalize("NFC", s)) for f in fields]
+    return list(zip(*columns, strict=True))
+
+
 def _content_ids(frame: pd.DataFrame, task: Task) -> list[str]:
-    """Content-hash ids; exact duplicate rows get ``-1``, ``-2``... suffixes."""
+    """Content-hash ids; exact duplicate rows get ``-1``, ``-2``... suffixes.
+
+    The hash is of the texts as given, not NFC-normalised: normalising would change the
+    ids of existing files that prediction files are already keyed to.
+    """
     seen: dict[str, int] = {}
     out = []
     cols = list(task.text_fields) + (["label"] if task.has_labels else [])

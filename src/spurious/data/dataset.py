@@ -269,17 +269,68 @@ class Dataset:
     def subset(self, indices: Sequence[int] | np.ndarray, name: str | None = None) -> Dataset:
         """A new dataset with the rows at ``indices`` (label names are kept).
 
+        Parameters
+        ----------
+        indices : sequence of int, or boolean mask
+            Row positions in ``[0, len(self))`` (in the order wanted; repeats allowed),
+            or one boolean per row (the rows where it is true).
+        name : str, optional
+            Name of the new dataset (default: this one's).
+
+        Raises
+        ------
+        ParameterError
+            A position outside the rows, a value that is not an integer position (a
+            fractional number, an id), or a mask of another length.
+
         Examples
         --------
         >>> from spurious.data.synthetic import make_nli_artifacts
         >>> ds = make_nli_artifacts(n=30, random_state=0).dataset
-        >>> len(ds.subset([0, 1, 2]))
-        3
+        >>> len(ds.subset([0, 1, 2])), len(ds.subset(ds.labels == 0))
+        (3, 10)
+        >>> ds.subset([30])
+        Traceback (most recent call last):
+        ...
+        spurious.exceptions.ParameterError: The 'indices' parameter of Dataset.subset must ...
         """
-        idx = np.asarray(indices, dtype=np.int64)
+        idx = self._positions(indices)
         frame = self.frame.iloc[idx].reset_index(drop=True).copy()
         source = None if self.source is None else self.source.take(idx)
         return Dataset(self.task, frame, self.label_names, name or self.name, source=source)
+
+    def _positions(self, indices: Sequence[int] | np.ndarray) -> np.ndarray:
+        """``indices`` as checked int64 row positions (a boolean mask: where it is true)."""
+        n, name = len(self), self.name
+        arr = np.asarray(indices)
+        if arr.ndim != 1:
+            raise ParameterError(
+                f"The 'indices' parameter of Dataset.subset must be one-dimensional (row "
+                f"positions of {name!r}); got an array of shape {arr.shape}."
+            )
+        if arr.dtype == bool:
+            if len(arr) != n:
+                raise ParameterError(
+                    f"The 'indices' parameter of Dataset.subset as a boolean mask needs one "
+                    f"value per row of {name!r} ({n:,}); got {len(arr):,}."
+                )
+            return np.flatnonzero(arr)
+        if arr.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        if not np.issubdtype(arr.dtype, np.integer):
+            raise ParameterError(
+                f"The 'indices' parameter of Dataset.subset must hold integer row positions "
+                f"of {name!r} (not ids or fractions); got {arr.dtype} values such as "
+                f"{arr[:1].tolist()[0]!r}."
+            )
+        bad = np.flatnonzero((arr < 0) | (arr >= n))
+        if len(bad):
+            raise ParameterError(
+                f"The 'indices' parameter of Dataset.subset must hold row positions in "
+                f"[0, {n:,}) of {name!r}; got {int(arr[bad[0]]):,} at position {int(bad[0])}"
+                + (f" ({len(bad):,} out of range)." if len(bad) > 1 else ".")
+            )
+        return arr.astype(np.int64, copy=False)
 
     def group_keys(self, group_by: str | None = "auto") -> np.ndarray | None:
         """Keys that must stay on one side of any split (``None``: no grouping).
@@ -290,7 +341,8 @@ class Dataset:
             ``"auto"``: the ``group`` column when the data has one; otherwise, for NLI,
             the premise text. SNLI and MNLI write three hypotheses (one per label) for
             each premise, so splitting siblings apart lets a premise-only model learn
-            "the labels this premise did *not* get" and score below chance.
+            "the labels this premise did *not* get" and score below chance. A row whose
+            group is missing (``None``, NaN) has no siblings: it is a group of its own.
 
         Examples
         --------
@@ -304,7 +356,7 @@ class Dataset:
             return None
         if group_by == "auto":
             if "group" in self.frame:
-                return self.frame["group"].to_numpy(dtype=object)
+                return _group_keys(self.frame["group"], as_str=False)
             if self.task.name == "nli":
                 return self.frame["premise"].to_numpy(dtype=object)
             return None
@@ -313,7 +365,7 @@ class Dataset:
                 f"The 'group_by' parameter must be 'auto', None or a column of {self.name!r} "
                 f"({list(map(str, self.frame.columns))}). Got {group_by!r} instead."
             )
-        return self.frame[group_by].map(str).to_numpy(dtype=object)
+        return _group_keys(self.frame[group_by], as_str=True)
 
     def split(
         self,
@@ -387,6 +439,27 @@ class Dataset:
 
 
 # -- helpers ------------------------------------------------------------------------
+
+
+def _group_keys(values: pd.Series, *, as_str: bool) -> np.ndarray:
+    """Split keys from a group column; a row without a group is a group of its own.
+
+    A missing group (``None``, NaN) says the row has no siblings, so it may go to any
+    side of a split alone; the keys are then all strings (sortable, as the folds need).
+
+    Examples
+    --------
+    >>> keys = _group_keys(pd.Series(["a", None, "a", None]), as_str=False)
+    >>> keys[0] == keys[2], len(set(keys))
+    (True, 3)
+    """
+    missing = values.isna().to_numpy()
+    if not missing.any():
+        return (values.map(str) if as_str else values).to_numpy(dtype=object)
+    keys = values.map(str).to_numpy(dtype=object)
+    # A NUL prefix no real group key has in practice: these never meet one.
+    keys[missing] = [f"\x00row {i}" for i in np.flatnonzero(missing)]
+    return keys
 
 
 def _jsonish(v: object) -> str:

@@ -13,8 +13,9 @@ from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 from sklearn.utils import check_random_state
 
 from spurious.data.dataset import Dataset
+from spurious.exceptions import SchemaError
 
-__all__ = ["assign_folds", "stratified_group_folds"]
+__all__ = ["assign_folds", "check_fold_groups", "stratified_group_folds"]
 
 
 def assign_folds(
@@ -34,17 +35,64 @@ def assign_folds(
     [20, 20, 20]
     """
     y = dataset.labels
-    groups = dataset.group_keys(group_by)
-    if groups is not None:
-        _, group_ids = np.unique(groups, return_inverse=True)
-        group_ids = group_ids.ravel()
-        if group_ids.max() + 1 < len(y):
-            return stratified_group_folds(y, group_ids, n_folds, random_state)
+    group_ids = _group_ids(dataset, n_folds, group_by)
+    if group_ids is not None and group_ids.max() + 1 < len(y):
+        return stratified_group_folds(y, group_ids, n_folds, random_state)
     splitter = StratifiedKFold(n_folds, shuffle=True, random_state=random_state)
     fold_of = np.empty(len(y), dtype=np.int64)
     for k, (_, test) in enumerate(splitter.split(np.zeros(len(y)), y)):
         fold_of[test] = k
     return fold_of
+
+
+def check_fold_groups(dataset: Dataset, n_folds: int, group_by: str | None) -> None:
+    """Refuse grouped folds that cannot exist: fewer distinct groups than ``n_folds``.
+
+    Rows of one group (see :meth:`~spurious.data.Dataset.group_keys`) stay in one fold,
+    so ``n_folds`` folds need ``n_folds`` groups; data whose rows all share one premise
+    (or one ``group``) have a single group. Cheap: analyses call it in ``check()``, before
+    any work.
+
+    Raises
+    ------
+    SchemaError
+        Naming the grouping, the number of groups and the ways out.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> ds = Dataset.from_frame(pd.DataFrame({"premise": ["p"] * 6, "hypothesis": list("abcdef"),
+    ...     "label": ["entailment", "neutral", "contradiction"] * 2}), "nli")
+    >>> check_fold_groups(ds, 3, None)  # ungrouped: fine
+    >>> check_fold_groups(ds, 3, "auto")
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.SchemaError: Cross-fitting 'dataset' with n_folds=3 ...
+    """
+    _group_ids(dataset, n_folds, group_by)
+
+
+def _group_ids(dataset: Dataset, n_folds: int, group_by: str | None) -> np.ndarray | None:
+    """Group id of every row (``0 ..``, sorted keys, as scikit-learn numbers them), checked."""
+    groups = dataset.group_keys(group_by)
+    if groups is None:
+        return None
+    _, group_ids = np.unique(groups, return_inverse=True)
+    group_ids = group_ids.ravel()
+    n_groups = int(group_ids.max()) + 1
+    if n_groups < n_folds:
+        if group_by == "auto":
+            what = "the 'group' column" if "group" in dataset.frame else "the premise text"
+        else:
+            what = f"the column {group_by!r}"
+        raise SchemaError(
+            f"Cross-fitting {dataset.name!r} with n_folds={n_folds} keeps the rows of one group "
+            f"in one fold (group_by={group_by!r} groups by {what}), but its {len(dataset):,} "
+            f"rows have only {n_groups} distinct group(s); grouped folds need at least "
+            f"{n_folds}. Pass an evaluation split (--eval), fewer folds (--folds), or "
+            "group_by=None (--group-by none) if the rows are independent."
+        )
+    return group_ids
 
 
 def stratified_group_folds(

@@ -105,6 +105,7 @@ def load_dataset(
     [['A dog runs.', 'entailment'], ['A cat sits.', 'contradiction']]
     """
     task_obj = get_task(task)
+    _check_arguments(source, field_map, label_names, format, name, split)
     if isinstance(source, str | os.PathLike) and not Path(source).exists():
         # Checked before inferring the format, which peeks into .json files.
         if allow_network and _looks_like_hub_name(os.fspath(source)):
@@ -115,7 +116,8 @@ def load_dataset(
                 field_map=field_map,
                 label_names=label_names,
                 name=name or os.fspath(source),
-                split=split,
+                # the Hub already took the split: what came back is one Dataset
+                split=None if hasattr(hub, "to_pandas") else split,
                 drop_no_gold=drop_no_gold,
             )
         raise DataFormatError(_not_found(os.fspath(source)))
@@ -151,6 +153,9 @@ def load_dataset(
         hf_features=raw.features,
         n_source_rows=n_source_rows,
     )
+    # Texts stay as the source spells them (no Unicode normalisation): they are what a
+    # model is fed and what ids and fingerprints hash. Comparisons between datasets
+    # (the train/eval overlap) normalise their keys instead (canonical.text_keys).
     return Dataset.from_frame(
         frame,
         task_obj,
@@ -160,6 +165,49 @@ def load_dataset(
         source_rows=raw.rows,
         source=input_source,
     )
+
+
+def _check_arguments(
+    source: Any,
+    field_map: Any,
+    label_names: Any,
+    format: Any,
+    name: Any,
+    split: Any,
+) -> None:
+    """The arguments' types, before anything is read: one message naming the argument."""
+    if field_map is not None and (
+        not isinstance(field_map, Mapping)
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in field_map.items())
+    ):
+        raise ParameterError(
+            "The 'field_map' parameter must be a mapping {canonical field: source column} "
+            "of strings, e.g. {'premise': 'sentence1', 'label': 'gold_label'}. Got "
+            f"{field_map!r} instead."
+        )
+    if label_names is not None and (
+        isinstance(label_names, str)
+        or not isinstance(label_names, Sequence | np.ndarray)
+        or not all(isinstance(v, str) for v in label_names)
+    ):
+        raise ParameterError(
+            "The 'label_names' parameter must be a sequence of label names (str) in id "
+            f"order, e.g. ['entailment', 'neutral', 'contradiction']. Got {label_names!r} "
+            "instead."
+        )
+    for arg, value in (("format", format), ("name", name), ("split", split)):
+        if value is not None and not isinstance(value, str):
+            raise ParameterError(
+                f"The '{arg}' parameter must be a str or None. Got {type(value).__name__} "
+                f"{value!r} instead."
+            )
+    if isinstance(source, pd.DataFrame) and isinstance(source.columns, pd.MultiIndex):
+        raise SchemaError(
+            f"The DataFrame has MultiIndex columns ({source.columns.nlevels} levels, e.g. "
+            f"{source.columns[0]!r}); fields are found by one column name each. Flatten "
+            "them first, e.g. df.columns = ['_'.join(map(str, c)) for c in df.columns], "
+            "and map them with field_map."
+        )
 
 
 # -- reading the source ------------------------------------------------------------------
@@ -189,6 +237,7 @@ def _read_source(
     folder of them (one per subject).
     """
     if isinstance(source, pd.DataFrame):
+        _no_split(split, "a pandas DataFrame")
         dup = source.columns[source.columns.duplicated()].unique().tolist()
         if dup:
             raise SchemaError(
@@ -214,6 +263,9 @@ def _read_path(path: Path, split: str | None, format: str | None, mcq: bool = Fa
     """Read an existing file, Parquet folder or ``save_to_disk`` folder."""
     taken_split: str | None = None
     check_regular_file(path)  # before any peek into the file: a FIFO would block
+    if not (is_hf_disk_folder(path) and format in (None, "hf_disk")):
+        what = "a folder" if path.is_dir() else "a plain file"
+        _no_split(split, f"{str(path)!r}, {what} (not written by datasets' save_to_disk)")
     fmt_guess = (format or infer_format(path)) if mcq and not path.is_dir() else format
     if mcq and path.is_dir() and not is_hf_disk_folder(path) and any(path.glob("*.csv")):
         fmt = "csv_folder"
@@ -277,11 +329,45 @@ def _from_hub(name: str, split: str | None) -> Any:
     except ImportError:
         raise missing_dependency("datasets", "hf", "Reading a Hugging Face Hub dataset") from None
     logger.info("downloading %r from the Hugging Face Hub (allow_network=True)", name)
-    return datasets.load_dataset(name, split=split)
+    try:
+        return datasets.load_dataset(name, split=split)
+    except OSError as e:  # ConnectionError, timeouts, DatasetNotFoundError
+        # datasets says "Couldn't reach 'snli' on the Hub (OfflineModeIsEnabled)" at the
+        # end of a chain of library frames: one line, and what to do instead.
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        why = (
+            "no such dataset on the Hub, or it is private or gated"
+            if isinstance(e, FileNotFoundError)
+            else "the Hub could not be reached"
+        )
+        raise DataFormatError(
+            f"{name!r} (allow_network / --allow-network): {why} ({type(e).__name__}: "
+            f"{first}). Check the name and the network (and that HF_HUB_OFFLINE / "
+            "HF_DATASETS_OFFLINE are not set), or download the dataset where the Hub is "
+            "reachable (datasets.load_dataset(...).save_to_disk(DIR)) and pass DIR."
+        ) from None
 
 
 def _is_hf(obj: Any) -> bool:
     return type(obj).__module__.startswith("datasets")
+
+
+def _no_split(split: str | None, source: str) -> None:
+    """Refuse a ``split`` that would be ignored: only a DatasetDict has splits to pick.
+
+    Examples
+    --------
+    >>> _no_split("validation", "'x.jsonl', a plain file")
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.ParameterError: The 'split' parameter (--split) 'validation' ...
+    """
+    if split is not None:
+        raise ParameterError(
+            f"The 'split' parameter (--split) {split!r} applies to a Hugging Face DatasetDict "
+            "(a save_to_disk folder of splits, a DatasetDict object or, with allow_network, a "
+            f"Hub name); {source} has no splits. Leave it out, or pass the split's own file."
+        )
 
 
 def _from_hf(source: Any, split: str | None) -> tuple[pd.DataFrame, dict | None, str | None]:
@@ -298,6 +384,8 @@ def _from_hf(source: Any, split: str | None) -> tuple[pd.DataFrame, dict | None,
                 f"The 'split' parameter must be one of {splits}. Got {split!r} instead."
             )
         source, taken = source[split], split
+    else:
+        _no_split(split, "a Hugging Face Dataset (one split)")
     frame = source.to_pandas()
     features = getattr(source, "features", None)
     return frame, _features_json(features), taken

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from spurious.exceptions import DataFormatError, EmptyDatasetError, LabelError, SchemaError
+from spurious.utils.io import check_input_file
 
 logger = logging.getLogger(__name__)
 
@@ -304,6 +305,7 @@ def read_mmlu_csv(path: Path) -> tuple[pd.DataFrame, list[int]]:
     >>> read_mmlu_csv(p)[0][["question", "options", "label"]].values.tolist()
     [['What is the Sun?', ['a star', 'a planet', 'a moon', 'a comet'], 'A']]
     """
+    check_input_file(path, what="Data file")  # a FIFO or device would block or never end
     try:
         raw = pd.read_csv(path, header=None, dtype=str, keep_default_na=False, encoding="utf-8")
     except UnicodeDecodeError as e:
@@ -328,6 +330,7 @@ def read_mmlu_csv(path: Path) -> tuple[pd.DataFrame, list[int]]:
 def looks_headerless(path: Path) -> bool:
     """Whether a CSV's first line is data (MMLU) rather than column names."""
     try:
+        check_input_file(path, what="Data file")
         first = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)
     except Exception:  # unreadable: the regular reader gives the error
         return False
@@ -360,6 +363,7 @@ def read_mcq_folder(path: Path) -> tuple[pd.DataFrame, list[int]]:
 
 
 def _read_headed_csv(path: Path) -> tuple[pd.DataFrame, list[int]]:
+    check_input_file(path, what="Data file")
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     out, _ = canonical_mcq_frame(frame, None, path.stem)
     return out, list(range(2, len(out) + 2))

@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from spurious.exceptions import DataFormatError, EmptyDatasetError, ParameterError
+from spurious.utils.io import check_input_file, open_input, read_input_text, text_lines
 from spurious.utils.registry import Registry
 
 FORMATS = ("jsonl", "json", "csv", "tsv", "parquet", "squad", "arrow")
@@ -46,19 +47,26 @@ def infer_format(path: Path) -> str:
 
 
 def _looks_like_squad(path: Path) -> bool:
-    with open(path, "rb") as fh:
+    if not path.exists():
+        return False  # the reader says "does not exist"
+    with open_input(path, what=DATA_WHAT) as fh:
         head = fh.read(4096)
     return b'"data"' in head and (b'"paragraphs"' in head or b'"version"' in head)
 
 
+#: How reader messages name the file they read (callers check first with their own flag).
+DATA_WHAT = "Data file"
+
+
 def check_regular_file(path: Path) -> None:
-    """Refuse devices, FIFOs and sockets: reading them may never end (``/dev/zero``) or
-    block forever (a FIFO with no writer)."""
-    if path.exists() and not path.is_file() and not path.is_dir():
-        raise DataFormatError(
-            f"Data path {str(path)!r} is not a regular file (a device, FIFO or socket); "
-            "pass a file or a folder."
-        )
+    """Refuse devices, FIFOs, sockets and files over the size limit; folders pass.
+
+    Reading a device may never end (``/dev/zero``) and opening a FIFO blocks until a
+    writer comes; see :func:`spurious.utils.io.check_input_file`. A missing path passes
+    (the reader names it, or it may be a Hub name).
+    """
+    if path.exists():
+        check_input_file(path, what="Data path", allow_dir=True)
 
 
 def parse_json(text: str, path: Path, where: str = "") -> object:
@@ -76,29 +84,20 @@ def parse_json(text: str, path: Path, where: str = "") -> object:
 
 
 def _read_text(path: Path) -> str:
-    check_regular_file(path)
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise DataFormatError(f"Data file {str(path)!r} does not exist.") from None
-    except IsADirectoryError:
-        raise DataFormatError(f"Data path {str(path)!r} is a directory, not a file.") from None
-    except OSError as e:
+        return read_input_text(path, what=DATA_WHAT)
+    except OSError as e:  # unreadable (permissions...) after the checks
         raise DataFormatError(f"Cannot read data file {str(path)!r}: {e.strerror}.") from None
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        raise DataFormatError(
-            f"{str(path)!r} is not valid UTF-8: invalid byte 0x{raw[e.start]:02x} on line {line} "
-            f"(byte offset {e.start}). Re-encode the file as UTF-8."
-        ) from None
 
 
 def read_jsonl(path: Path) -> tuple[pd.DataFrame, list[int]]:
-    """Read one JSON object per line; blank lines are skipped."""
+    """Read one JSON object per line; blank lines are skipped.
+
+    Lines end at ``\\n`` only (:func:`~spurious.utils.io.text_lines`): U+2028 or U+0085,
+    which JSON allows raw inside a string, do not cut a record.
+    """
     records, rows = [], []
-    for lineno, line in enumerate(_read_text(path).splitlines(), start=1):
+    for lineno, line in text_lines(_read_text(path)):
         if not line.strip():
             continue
         obj = parse_json(line, path, f", line {lineno}")
@@ -181,8 +180,7 @@ def read_parquet(path: Path) -> tuple[pd.DataFrame, list[int]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    if not path.exists():
-        raise DataFormatError(f"Data file {str(path)!r} does not exist.")
+    _check_table_input(path)
     try:
         table = pq.read_table(path)
     except (pa.ArrowInvalid, OSError) as e:
@@ -202,6 +200,7 @@ def read_arrow_table(path: Path):  # -> pyarrow.Table
     """The :class:`pyarrow.Table` of an Arrow IPC stream or file (``.arrow``)."""
     import pyarrow as pa
 
+    check_input_file(path, what=DATA_WHAT)
     errors = []
     for opener in (pa.ipc.open_stream, pa.ipc.open_file):
         try:
@@ -233,21 +232,53 @@ def read_hf_disk(path: Path, split: str | None = None) -> tuple[pd.DataFrame, li
     import pyarrow as pa
 
     folder = hf_disk_split_folder(path, split)
-    state = _read_json_file(folder / HF_DATASET_FILE)
-    try:
-        shards = [folder / f["filename"] for f in state["_data_files"]]
-    except (KeyError, TypeError):
-        raise DataFormatError(
-            f"{str(folder / HF_DATASET_FILE)!r}: no '_data_files' list; not a folder written "
-            "by datasets' save_to_disk."
-        ) from None
-    tables = [read_arrow_table(s) for s in shards]
+    tables = [read_arrow_table(s) for s in hf_disk_shards(folder)]
     table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
     frame, rows = _table_frame(table, folder)
     if frame.attrs.get("hf_features") is None and (folder / "dataset_info.json").exists():
         info = _read_json_file(folder / "dataset_info.json")
         frame.attrs["hf_features"] = info.get("features") if isinstance(info, dict) else None
     return frame, rows
+
+
+def hf_disk_shards(folder: Path) -> list[Path]:
+    """The ``.arrow`` files a Dataset folder's ``state.json`` names, confined to the folder.
+
+    ``state.json`` is data from the user's disk: a name with ``..``, an absolute path or a
+    link that leads out of the folder is refused rather than read.
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "state.json").write_text(json.dumps({"_data_files": [{"filename": "../x"}]}))
+    >>> hf_disk_shards(d)
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.DataFormatError: '...state.json' names the data file '../x', which lies outside the dataset folder ...; a save_to_disk folder only names its own files.
+    """
+    state_path = folder / HF_DATASET_FILE
+    state = _read_json_file(state_path)
+    try:
+        names = [f["filename"] for f in state["_data_files"]]  # type: ignore[index]
+        if not names or not all(isinstance(n, str) and n for n in names):
+            raise TypeError
+    except (KeyError, TypeError):
+        raise DataFormatError(
+            f"{str(state_path)!r}: no '_data_files' list of file names; not a folder written "
+            "by datasets' save_to_disk."
+        ) from None
+    root = folder.resolve()
+    shards = []
+    for name in names:
+        target = (folder / name).resolve()
+        if root not in target.parents:
+            raise DataFormatError(
+                f"{str(state_path)!r} names the data file {name!r}, which lies outside the "
+                f"dataset folder {str(folder)!r}; a save_to_disk folder only names its own files."
+            )
+        shards.append(folder / name)
+    return shards
 
 
 def is_hf_disk_folder(path: Path) -> bool:
@@ -288,7 +319,13 @@ def hf_disk_split_folder(path: Path, split: str | None) -> Path:
             f"The 'split' parameter must be one of {splits} (the splits of {str(path)!r}). "
             f"Got {split!r} instead."
         )
-    return path / split
+    folder = path / split
+    if path.resolve() not in folder.resolve().parents:  # a crafted dataset_dict.json
+        raise DataFormatError(
+            f"{str(path / HF_DATASET_DICT_FILE)!r} names the split {split!r}, whose folder lies "
+            f"outside {str(path)!r}; a save_to_disk folder only names its own sub-folders."
+        )
+    return folder
 
 
 def hf_features_from_schema(schema) -> dict | None:
@@ -335,6 +372,15 @@ def _class_names(feat: object) -> list[str] | None:
     return None
 
 
+def _check_table_input(path: Path) -> None:
+    """A Parquet file, or every file of a Parquet folder, is a regular file within limits."""
+    check_input_file(path, what=DATA_WHAT, allow_dir=True)
+    if path.is_dir():
+        for part in sorted(path.rglob("*")):
+            if not part.is_dir():
+                check_input_file(part, what=DATA_WHAT)
+
+
 def _table_frame(table, path: Path) -> tuple[pd.DataFrame, list[int]]:
     df = table.to_pandas()
     df.attrs["hf_features"] = hf_features_from_schema(table.schema)
@@ -367,7 +413,7 @@ def read_squad(path: Path) -> tuple[pd.DataFrame, list[int]]:
                             "question": qa["question"],
                             "context": para["context"],
                             "answers": [a["text"] for a in answers],
-                            "answer_starts": [int(a["answer_start"]) for a in answers],
+                            "answer_starts": [_answer_start(a, qa, path) for a in answers],
                             "title": article.get("title", ""),
                             "group": f"{article.get('title', '')}#{p_idx}",
                         }
@@ -382,6 +428,23 @@ def read_squad(path: Path) -> tuple[pd.DataFrame, list[int]]:
         ) from None
     _nonempty(records, path)
     return pd.DataFrame.from_records(records), list(range(1, len(records) + 1))
+
+
+def _answer_start(answer: dict, qa: dict, path: Path) -> int:
+    """An answer's ``answer_start``: a character offset (an int, or digits as text)."""
+    value = answer["answer_start"]
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | str)
+        or (isinstance(value, str) and not value.strip().isdigit())
+    ):
+        raise DataFormatError(
+            f"{str(path)!r}, question {str(qa.get('id'))!r}: answer_start must be a "
+            f"character offset into the context (an integer); got {value!r}."
+        )
+    return int(value)
 
 
 def _nonempty(records: object, path: Path) -> None:

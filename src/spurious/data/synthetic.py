@@ -23,6 +23,7 @@ import pandas as pd
 from spurious.data.dataset import Dataset
 from spurious.data.tasks import get_task
 from spurious.exceptions import ParameterError
+from spurious.utils.limits import MAX_SYNTHETIC_ROWS
 from spurious.utils.validation import Interval, StrOptions, check_params
 
 __all__ = [
@@ -228,7 +229,7 @@ def make_nli_artifacts(
     """
     check_params(
         {
-            "n": [Interval(Integral, 3, None, closed="left")],
+            "n": [Interval(Integral, 3, MAX_SYNTHETIC_ROWS, closed="both")],
             "artifact_label": [StrOptions(set(_NLI_LABELS))],
             "artifact_rate": [Interval(Real, 0, 1, closed="both")],
             "cue": [str],
@@ -481,7 +482,7 @@ def make_concentric_circles(
     """
     check_params(
         {
-            "n": [Interval(Integral, 2, None, closed="left")],
+            "n": [Interval(Integral, 2, MAX_SYNTHETIC_ROWS, closed="both")],
             "separation": [Interval(Real, 0, 1, closed="neither")],
             "bias_fraction": [Interval(Real, 0, 1, closed="both")],
             "n_bias_features": [Interval(Integral, 1, None, closed="left")],

@@ -34,10 +34,10 @@ from spurious.context import RunContext
 from spurious.detectors.base import Detector
 from spurious.detectors.partial_input import PartialInput
 from spurious.detectors.partial_input.finetuned import fine_tuned_probabilities
-from spurious.exceptions import AnalysisError
 from spurious.execution import Executor
 from spurious.results import Headline
 from spurious.stats.bootstrap import bootstrap_interval
+from spurious.utils.limits import MAX_RESAMPLES
 from spurious.utils.validation import Interval, StrOptions
 
 logger = logging.getLogger(__name__)
@@ -156,7 +156,7 @@ class PVI(Detector):
     finetune : dict, optional
         :class:`~spurious.models.finetune.FineTuneConfig` fields for ``model="finetune"``.
     n_resamples : int, default=1000
-        Bootstrap resamples of the V-information intervals.
+        Bootstrap resamples of the V-information intervals (10 to 100,000).
     confidence : float, default=0.95
     issue_bits : float, default=1.0
         ``is_pvi_issue``: a partial input's PVI is at least this many bits (1 bit: the
@@ -234,7 +234,7 @@ class PVI(Detector):
         "group_by": [str, None],
         "model": [StrOptions({"probe", "finetune"})],
         "finetune": [dict, None],
-        "n_resamples": [Interval(Integral, 10, None, closed="left")],
+        "n_resamples": [Interval(Integral, 10, MAX_RESAMPLES, closed="both")],
         "confidence": [Interval(Real, 0, 1, closed="neither")],
         "issue_bits": [Interval(Real, None, None, closed="neither")],
         "n_top_examples": [Interval(Integral, 0, None, closed="left")],
@@ -364,15 +364,7 @@ class PVI(Detector):
         train, target = ctx.train, ctx.target
         y_train, y = train.labels, target.labels
         k = train.n_classes
-        counts = np.bincount(y_train, minlength=k)
-        if ctx.eval is None and self.model == "probe":
-            smallest = int(counts[counts > 0].min())
-            if smallest < self.n_folds:
-                raise AnalysisError(
-                    f"Cross-fitting with n_folds={self.n_folds} needs at least "
-                    f"{self.n_folds} examples of every label; the rarest has {smallest}. "
-                    "Pass an evaluation split or lower n_folds."
-                )
+        counts = np.bincount(y_train, minlength=k)  # n_folds fits them: checked by check()
         p_gold, fold_of, reused = self._p_gold(ctx)
         p_null = null_probabilities(y_train, k, y, fold_of=fold_of)
         conditions = list(p_gold)

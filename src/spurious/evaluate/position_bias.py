@@ -64,6 +64,7 @@ from spurious.data.mcq import LETTERS, option_counts
 from spurious.data.predictions import PredictionSet
 from spurious.exceptions import AnalysisError, SchemaError
 from spurious.results import Headline
+from spurious.utils.limits import MAX_RESAMPLES
 from spurious.utils.validation import Interval
 
 __all__ = ["MIN_ITEMS", "MIN_POSITION_ITEMS", "MIN_STRATUM", "PositionBias", "letter_statistics"]
@@ -342,7 +343,7 @@ class PositionBias(Analysis):
     )
     fast_params: ClassVar[dict[str, Any]] = {"n_resamples": 200}
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
-        "n_resamples": [Interval(Integral, 100, None, closed="left")],
+        "n_resamples": [Interval(Integral, 100, MAX_RESAMPLES, closed="both")],
         "random_state": [Interval(Integral, 0, None, closed="left"), None],
     }
 

@@ -1,4 +1,8 @@
-"""Executors: run independent pieces of work (AFLite's partition fits) locally or on Ray.
+"""Executors: run independent pieces of work locally or on Ray.
+
+The heavy steps of an audit are maps of independent tasks: AFLite's partition fits,
+partial input's out-of-fold fits, the sentence encoding of distinct texts (in chunks),
+cartography's null-permutation trainings and minority's clusterings.
 
 An :class:`Executor` maps a function over a list of items and returns the results in
 item order. Big read-only inputs (a feature matrix) are handed over once with
@@ -14,14 +18,22 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from spurious.exceptions import ParameterError, missing_dependency
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["EXECUTORS", "Executor", "LocalExecutor", "RayExecutor", "make_executor"]
+__all__ = [
+    "EXECUTORS",
+    "Executor",
+    "LocalExecutor",
+    "RayExecutor",
+    "check_ray_address",
+    "executor_config",
+    "make_executor",
+]
 
 #: Short names accepted by :func:`make_executor` (and the CLI's ``--executor``).
 EXECUTORS = ("local", "ray")
@@ -42,6 +54,16 @@ class Executor:
     def put(self, obj: Any) -> Any:
         """Hand a big read-only object over once; pass the result as ``shared`` to :meth:`map`."""
         return obj
+
+    @property
+    def remote(self) -> bool:
+        """Whether calls run in other processes (then progress bars and thread settings
+        of this process do not reach them)."""
+        return False
+
+    def start(self) -> Executor:
+        """Connect now rather than at the first call (a bad address then fails early)."""
+        return self
 
     def map(self, fn: Callable[..., Any], items: Sequence[Any], *, shared: Any = None) -> list:
         """``[fn(item, shared) for item in items]``, possibly in parallel, in item order.
@@ -146,17 +168,30 @@ class RayExecutor(Executor):
         self._started_here = False
         self._remote = None
 
+    @property
+    def remote(self) -> bool:
+        return True
+
+    def start(self) -> Executor:
+        self._ray()
+        return self
+
     def _ray(self):
         ray = _import_ray()
         if not ray.is_initialized():
+            # ray.init retries an address nobody answers at for minutes: ask first.
+            check_ray_address(self.address)
             logger.info("starting Ray (address=%r, num_cpus=%r)", self.address, self.num_cpus)
-            ray.init(
-                address=self.address,
-                num_cpus=self.num_cpus,
-                include_dashboard=False,
-                ignore_reinit_error=True,
-                logging_level=logging.WARNING,
-            )
+            try:
+                ray.init(
+                    address=self.address,
+                    num_cpus=self.num_cpus,
+                    include_dashboard=False,
+                    ignore_reinit_error=True,
+                    logging_level=logging.WARNING,
+                )
+            except (ConnectionError, TimeoutError) as e:  # "auto" with no cluster running
+                raise ParameterError(_unreachable(self.address, str(e))) from None
             self._started_here = True
         return ray
 
@@ -191,19 +226,79 @@ class RayExecutor(Executor):
         return f"RayExecutor(address={self.address!r}, num_cpus={self.num_cpus!r})"
 
 
-def make_executor(spec: str | Executor | None = "local", **kwargs: Any) -> Executor:
-    """An executor from a short name (``"local"``, ``"ray"``) or an :class:`Executor`.
+#: Seconds to wait for a Ray cluster's port to accept a connection.
+RAY_CONNECT_TIMEOUT_S = 5.0
+
+
+def check_ray_address(address: str | None, timeout: float = RAY_CONNECT_TIMEOUT_S) -> None:
+    """Refuse a Ray address (``"host:port"``, ``"ray://host:port"``) that does not accept a
+    connection, in one message naming it; ``None``, ``"auto"`` and ``"local"`` pass.
+
+    ``ray.init`` retries an unreachable cluster for minutes and then raises from deep in
+    its client; a plain TCP connection says the same in at most ``timeout`` seconds.
+
+    Examples
+    --------
+    >>> check_ray_address(None)
+    >>> check_ray_address("127.0.0.1:1")
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.ParameterError: The Ray executor's address (--ray-address) '127.0.0.1:1' ...
+    """
+    import socket
+
+    if address is None or address in ("auto", "local"):
+        return
+    if not isinstance(address, str):
+        raise ParameterError(
+            f"The Ray executor's address must be a str. Got {type(address).__name__} instead."
+        )
+    rest = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = rest.rstrip("/").rpartition(":")
+    if not sep and "://" in address:  # ray://head: the Ray client's default port
+        host, sep, port = rest.rstrip("/"), ":", "10001"
+    if not sep or not port.isdigit():
+        raise ParameterError(
+            "The Ray executor's address (--ray-address) must be 'host:port', "
+            f"'ray://host:port' or 'auto'. Got {address!r} instead."
+        )
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except OSError as e:
+        raise ParameterError(
+            _unreachable(address, e.strerror or str(e) or type(e).__name__)
+        ) from None
+
+
+def _unreachable(address: str | None, why: str) -> str:
+    return (
+        f"The Ray executor's address (--ray-address) {address!r} does not answer ({why}): "
+        "no Ray cluster is reachable there. Start one ('ray start --head') and pass the "
+        "address it prints, or leave out --executor ray (and --ray-address) to run here."
+    )
+
+
+def make_executor(
+    spec: str | Mapping[str, Any] | Executor | None = "local", **kwargs: Any
+) -> Executor:
+    """An executor from a short name (``"local"``, ``"ray"``), its plain-data form or an
+    :class:`Executor`.
 
     Parameters
     ----------
-    spec : {"local", "ray"}, Executor or None
-        ``None`` means ``"local"``. An executor instance is returned as is.
+    spec : {"local", "ray"}, dict, Executor or None
+        ``None`` means ``"local"``. A dict is the form :func:`executor_config` writes in
+        run configs: ``{"kind": "ray", "options": {"address": "head:6379"}}``. An
+        executor instance is returned as is.
     **kwargs
         Passed to :class:`RayExecutor` (``address``, ``num_cpus``).
 
     Examples
     --------
     >>> make_executor("local")
+    LocalExecutor()
+    >>> make_executor({"kind": "local"})
     LocalExecutor()
     >>> make_executor("dask")
     Traceback (most recent call last):
@@ -214,12 +309,56 @@ def make_executor(spec: str | Executor | None = "local", **kwargs: Any) -> Execu
         spec = "local"
     if isinstance(spec, Executor):
         return spec
+    if isinstance(spec, Mapping):
+        unknown = sorted(set(spec) - {"kind", "options"})
+        options = spec.get("options") or {}
+        if unknown or not isinstance(options, Mapping):
+            raise ParameterError(
+                "The 'executor' parameter as a dict must be {'kind': 'local' | 'ray', "
+                f"'options': {{...}}}}. Got {dict(spec)!r} instead."
+            )
+        return make_executor(spec.get("kind", "local"), **{**options, **kwargs})
     if spec == "local":
+        if kwargs:
+            raise ParameterError(
+                f"The local executor takes no options; got {sorted(kwargs)}. Options such as "
+                "'address' are for executor='ray'."
+            )
         return LocalExecutor()
     if spec == "ray":
         _import_ray()  # fail early, naming the extra
+        bad = sorted(set(kwargs) - {"address", "num_cpus", "num_cpus_per_task"})
+        if bad:
+            raise ParameterError(
+                f"Unknown Ray executor option(s) {bad}; valid: ['address', 'num_cpus', "
+                "'num_cpus_per_task']."
+            )
         return RayExecutor(**kwargs)
     raise ParameterError(
         f"The 'executor' parameter must be one of {list(EXECUTORS)} or an Executor. "
         f"Got {spec!r} instead."
     )
+
+
+def executor_config(value: Any) -> Any:
+    """The plain-data form of an executor (for run configs and manifests), the inverse of
+    :func:`make_executor`; names and dicts are returned as they are.
+
+    An executor of another kind (a custom subclass) is returned as is: it has no plain
+    form, so an analysis holding one cannot be written to a re-runnable config.
+
+    Examples
+    --------
+    >>> executor_config(LocalExecutor()), executor_config("ray")
+    ('local', 'ray')
+    >>> executor_config(RayExecutor(address="head:6379"))
+    {'kind': 'ray', 'options': {'address': 'head:6379'}}
+    """
+    if isinstance(value, LocalExecutor):
+        return "local"
+    if isinstance(value, RayExecutor):
+        opts: dict[str, Any] = {"address": value.address, "num_cpus": value.num_cpus}
+        if value.num_cpus_per_task != 1:
+            opts["num_cpus_per_task"] = value.num_cpus_per_task
+        return {"kind": "ray", "options": {k: v for k, v in opts.items() if v is not None}}
+    return value

@@ -45,6 +45,12 @@ def make_featurizer(spec: str | Featurizer = "tfidf", **kwargs: Any) -> Featuriz
         kind, defaults = FEATURIZERS[spec]
     elif os.path.isdir(spec) or _is_hub_name(spec):
         # A local model folder, or a hub name the user asked for explicitly ("org/name").
+        if os.path.isdir(spec) and not os.path.isfile(os.path.join(spec, "config.json")):
+            raise ParameterError(
+                f"The 'features' parameter names the folder {spec!r}, which holds no model "
+                "(no config.json): pass a Hugging Face model folder (config.json, weights, "
+                f"tokenizer files), 'finetuned:<dir>', or one of {FEATURIZERS.names()}."
+            )
         kind, defaults = "encoder", {"model": spec}
     else:
         raise ParameterError(

@@ -49,8 +49,10 @@ import numpy as np
 
 from spurious.data.dataset import Dataset
 from spurious.exceptions import FeatureError, ParameterError, missing_dependency
+from spurious.execution import resolve_executor
 from spurious.features.base import Featurizer
 from spurious.features.cache import TextEmbeddingStore, text_digests
+from spurious.features.distributed import encode_on
 from spurious.models.runtime import (
     CPU_TOKENS_PER_BATCH,
     MODEL_ALIASES,
@@ -297,6 +299,14 @@ class SentenceEncoder:
             rule.update(tokens_per_batch=_CPU_TOKENS_PER_BATCH, intra_op_threads=threads)
         return rule
 
+    def for_worker(self) -> SentenceEncoder:
+        """These settings with the precision resolved here, for another process (it resolves
+        the model path there; its vectors match this :meth:`config`, the cache key)."""
+        return SentenceEncoder(
+            self.model, self.device, self.resolved_precision, self.batch_size,
+            self.max_length, self.normalize, self.num_threads,
+        )  # fmt: skip
+
     # -- model ----------------------------------------------------------------------
     def _tokenizer_model(self) -> tuple[Any, Any]:
         self._resolve()
@@ -463,6 +473,10 @@ class EncoderFeaturizer(Featurizer):
         Embedding cache folder (per-text vectors live in its ``texts/`` subfolder);
         ``None``: the default (``$SPURIOUS_CACHE_DIR`` or ``~/.cache/spurious/features``);
         ``False``: no caching.
+    executor : "local", "ray", Executor or None, default=None
+        Where texts not in the cache are encoded, in chunks (:mod:`.distributed`);
+        ``None``: the run's (:func:`~spurious.execution.current_executor`), else local.
+        Every executor gives the same vectors, so it is not part of :meth:`config`.
 
     Examples
     --------
@@ -483,6 +497,7 @@ class EncoderFeaturizer(Featurizer):
         precision: str = "auto",
         device: str = "auto",
         cache_dir: str | os.PathLike[str] | bool | None = None,
+        executor: Any = None,
     ) -> None:
         self.model = model
         self.pair_features = pair_features
@@ -490,6 +505,11 @@ class EncoderFeaturizer(Featurizer):
         self.precision = precision
         self.device = device
         self.cache_dir = cache_dir
+        self.executor = executor
+
+    def config(self) -> dict[str, Any]:
+        """As :meth:`Featurizer.config`, without ``executor`` (it does not change the vectors)."""
+        return {k: v for k, v in super().config().items() if k != "executor"}
 
     def _encoder(self) -> SentenceEncoder:
         # One encoder per parameter setting; the heavy model itself is shared process-wide.
@@ -546,7 +566,12 @@ class EncoderFeaturizer(Featurizer):
             logger.debug("%d %s: all %d distinct texts from cache", len(texts), what, len(unique))
             return vectors[inverse]
         t0 = time.perf_counter()
-        new = enc.encode([unique[i] for i in missing], progress=progress)
+        executor, owned = resolve_executor(self.executor)
+        try:
+            new = encode_on(executor, enc, [unique[i] for i in missing], progress=progress)
+        finally:
+            if owned:
+                executor.close()
         logger.info(
             "embedded %d new %s texts in %.1fs (%d of %d distinct from cache; %s, %s)",
             len(missing),

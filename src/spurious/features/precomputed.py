@@ -16,9 +16,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from spurious.data.dataset import Dataset
-from spurious.exceptions import FeatureError, ParameterError
+from spurious.exceptions import DataFormatError, FeatureError, ParameterError
 from spurious.features.base import Featurizer, as_numeric_2d, check_features
 from spurious.utils.hashing import array_digest
+from spurious.utils.io import check_input_file, read_input_text, text_lines
 from spurious.views import View, get_view
 
 logger = logging.getLogger(__name__)
@@ -86,9 +87,13 @@ class PrecomputedFeaturizer(Featurizer):
         if _is_path(self.ids):
             path = Path(self.ids)
             try:
-                lines = path.read_text(encoding="utf-8").splitlines()
+                # A regular file of bounded size (a FIFO would block); lines end at \n only.
+                text = read_input_text(path, what="The precomputed ids file", kind="ids")
+            except DataFormatError as e:
+                raise FeatureError(str(e)) from None
             except OSError as e:
                 raise FeatureError(f"Could not read the precomputed ids file {path}: {e}") from None
+            lines = [line for _, line in text_lines(text)]
             empty = [i + 1 for i, line in enumerate(lines) if not line.strip()]
             if empty:
                 raise FeatureError(
@@ -133,6 +138,11 @@ class PrecomputedFeaturizer(Featurizer):
             return self._check_raw(value, what), what
         path = Path(value)
         what = f"precomputed features for view {key!r} (file {path})"
+        try:
+            if path.exists():  # a missing file: np.load's "not found" below
+                check_input_file(path, what="The precomputed features file", kind="features")
+        except DataFormatError as e:  # not a regular file (a FIFO would block), or too large
+            raise FeatureError(str(e)) from None
         try:
             # mmap: with ids only the rows of this split are read from a big shared file.
             loaded = np.load(path, mmap_mode="r", allow_pickle=False)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -437,8 +438,13 @@ class MLPEmbedding:
         self.lr = lr
         self.random_state = random_state
 
-    def fit(self, X: Any, pseudo_labels: Any) -> MLPEmbedding:
-        """Train the MLP to predict ``pseudo_labels`` from ``X`` for ``epochs`` epochs."""
+    def fit(
+        self, X: Any, pseudo_labels: Any, progress: Callable[[int, int], None] | None = None
+    ) -> MLPEmbedding:
+        """Train the MLP to predict ``pseudo_labels`` from ``X`` for ``epochs`` epochs.
+
+        ``progress``, if given, is called with ``(rows trained, epochs * n)`` after each
+        block of rows."""
         from sklearn.neural_network import MLPClassifier
         from sklearn.preprocessing import StandardScaler
 
@@ -477,11 +483,15 @@ class MLPEmbedding:
         # 4.8 GB, the peak of the whole pipeline at 400k); a block holds 16k x m.
         classes = np.unique(y)
         rng = np.random.default_rng(self.random_state)
+        total, done = int(self.epochs) * Xs.shape[0], 0
         for _ in range(int(self.epochs)):
             order = rng.permutation(Xs.shape[0])
             for start_row in range(0, len(order), _BLOCK):
                 rows = np.sort(order[start_row : start_row + _BLOCK])
                 self.mlp_.partial_fit(Xs[rows], y[rows], classes=classes)
+                done += len(rows)
+                if progress is not None:
+                    progress(done, total)
         correct = 0
         for start_row in range(0, Xs.shape[0], _BLOCK):
             block = slice(start_row, start_row + _BLOCK)

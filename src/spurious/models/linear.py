@@ -20,6 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 from spurious.exceptions import ParameterError
 from spurious.models.runtime.threads import import_torch
 from spurious.utils.matrix import Matrix, check_features
+from spurious.utils.threads import kernel_threads, limit_threads
 from spurious.utils.validation import Interval, StrOptions, check_params
 
 
@@ -173,7 +174,10 @@ class LogisticProbe(ClassifierMixin, BaseEstimator):
                 b.grad = G_t.sum(1)
             return loss
 
-        with torch.no_grad():
+        # One thread (spurious.utils.threads, "probe"): a fit is many small operations,
+        # and 2 intra-op threads on 2 shared cores took 8x (dense) to 25x (bag of words)
+        # the wall time of one (bench/results/threads.json).
+        with torch.no_grad(), limit_threads(kernel_threads("probe")):
             opt.step(closure)
         state = opt.state[opt._params[0]]
         self.n_iter_ = int(state.get("n_iter", 0))

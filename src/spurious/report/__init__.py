@@ -15,8 +15,14 @@ point for :mod:`~spurious.report.fragments`, :mod:`~spurious.report.formatting`,
 Examples
 --------
 >>> import tempfile
+>>> from spurious.data.synthetic import make_nli_artifacts
+>>> from spurious.detectors import PartialInput
 >>> from spurious.report import render_report
->>> render_report(tempfile.mkdtemp()).name
+>>> res = PartialInput(features="bow", n_resamples=20).run(
+...     make_nli_artifacts(n=200, random_state=0).dataset)
+>>> run_dir = tempfile.mkdtemp()
+>>> _ = res.save(f"{run_dir}/partial_input")
+>>> render_report(run_dir).name
 'report.html'
 """
 

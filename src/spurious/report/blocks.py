@@ -24,6 +24,7 @@ from markupsafe import Markup
 from spurious.report.cells import Cell, to_cell
 from spurious.report.formatting import format_seconds
 from spurious.report.fragments import render_fragment
+from spurious.report.plots import image_css_size
 from spurious.report.tables import full_table_block, kv_table
 from spurious.results import Result
 
@@ -201,7 +202,8 @@ _IMAGE_URI = re.compile(r"data:image/(svg\+xml|png);base64,[A-Za-z0-9+/=]+\Z")
 
 
 def figure_block(plots: Iterable[Plot]) -> Markup:
-    """Figures (inline images with captions) laid out in a responsive grid.
+    """Figures (inline images with captions), each at its own size, side by side when
+    they fit.
 
     Only base64 ``data:image/svg+xml`` or ``data:image/png`` URIs are embedded, so a
     figure can never load anything from the network.
@@ -226,12 +228,17 @@ def figure_block(plots: Iterable[Plot]) -> Markup:
         if not _IMAGE_URI.match(p.uri):
             logger.warning("figure_block: dropping a figure that is not a data: image URI.")
             continue
-        shown.append(p)
+        shown.append((p, image_css_size(p.uri)))
     if not shown:
         return Markup("")
+    # Each plot at most at its own size (see image_css_size), never stretched to the
+    # column's width (which would scale its text with it, or leave a small plot in a
+    # large box); it may shrink by a fifth to share a row with its neighbour.
     return render_fragment(
-        """<div class="figures">{% for p in plots %}
-<figure><img src="{{ p.uri }}" alt="{{ p.alt }}">
+        """<div class="figures">{% for p, size in plots %}
+<figure{% if size %} style="flex: 1 1 {{ (size[0] * 0.8 + 22) | round | int }}px; \
+max-width: min(100%, {{ size[0] + 22 }}px)"{% endif %}><img src="{{ p.uri }}" alt="{{ p.alt }}"
+{%- if size %} width="{{ size[0] }}" height="{{ size[1] }}"{% endif %}>
 {%- if p.caption %}<figcaption>{{ p.caption }}</figcaption>{% endif %}</figure>
 {% endfor %}</div>""",
         plots=shown,

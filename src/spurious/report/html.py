@@ -26,7 +26,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from spurious._version import __version__
-from spurious.exceptions import ResultLoadError
+from spurious.exceptions import ParameterError, ResultLoadError
 from spurious.report.answer import build_answer, render_answer
 from spurious.report.canary import canary_block
 from spurious.report.components import (
@@ -433,17 +433,47 @@ def render_report(run_dir: str | Path) -> Path:
     Path
         Path of the written ``report.html``.
 
+    Raises
+    ------
+    ParameterError
+        ``run_dir`` is not a run directory (no ``manifest.json`` and no
+        ``<analysis>/result.json``): a report of nothing is not written into any folder.
+
     Examples
     --------
     >>> import tempfile
-    >>> render_report(tempfile.mkdtemp()).name
+    >>> from spurious.data.synthetic import make_nli_artifacts
+    >>> from spurious.detectors import PartialInput
+    >>> res = PartialInput(features="bow", n_resamples=20).run(
+    ...     make_nli_artifacts(n=200, random_state=0).dataset)
+    >>> run_dir = tempfile.mkdtemp()
+    >>> _ = res.save(f"{run_dir}/partial_input")
+    >>> render_report(run_dir).name
     'report.html'
+    >>> render_report(tempfile.mkdtemp())
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.ParameterError: The 'run_dir' argument ... is not a run directory ...
     """
     run_dir = Path(run_dir)
+    _check_run_dir(run_dir)
     html = build_report_html(run_dir)
     out = atomic_write_text(run_dir / REPORT_FILENAME, html)
     logger.info("Wrote report %s (%.0f kB)", out, len(html.encode("utf-8")) / 1024)
     return out
+
+
+def _check_run_dir(run_dir: Path) -> None:
+    """Refuse a folder that holds no run: ``render_report`` would write an empty report
+    into it (the CLI's ``spurious report`` refuses it the same way)."""
+    if not run_dir.is_dir() or (run_dir / "manifest.json").is_file():
+        return  # a missing folder: build_report_html's FileNotFoundError
+    if not any((p / "result.json").is_file() for p in run_dir.iterdir() if p.is_dir()):
+        raise ParameterError(
+            f"The 'run_dir' argument {str(run_dir)!r} is not a run directory (no manifest.json "
+            "and no <analysis>/result.json); render results held in memory with "
+            "spurious.report.render(results, path)."
+        )
 
 
 def render(

@@ -32,6 +32,8 @@ import base64
 import functools
 import io
 import logging
+import re
+import struct
 from collections.abc import Callable, Sequence
 from typing import ParamSpec, TypeVar
 
@@ -41,6 +43,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from spurious.report.formatting import as_flags, finite
+from spurious.report.legends import place_legends
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +54,7 @@ __all__ = [
     "contrast_ratio",
     "figure_to_data_uri",
     "finite",
+    "image_css_size",
     "legend_patch",
     "plain",
     "safe_plot",
@@ -73,6 +77,13 @@ PALETTE = {
 
 #: Line colours for plots with one series per model (distinct in hue and lightness).
 SERIES_COLORS = ("#1f4e79", "#d9822b", "#2e7d32", "#7b1fa2", "#00838f", "#c62828", "#5d4037")
+
+#: Resolution of PNG plots; SVG plots are measured in points (72 per inch).
+SAVE_DPI = 144
+
+# CSS pixels per inch at which plots are shown: every plot's text at the same size,
+# however large its figure (9 pt = 13.75 px, the smallest labels, 7 pt, = 10.7 px).
+_CSS_DPI = 110
 
 # Fixed salt and no date: the same data gives byte-identical SVG, so reports can be diffed.
 _SAVE_RC = {"svg.hashsalt": "spurious-report", "svg.fonttype": "path"}
@@ -260,12 +271,56 @@ def figure_to_data_uri(fig: Figure, fmt: str = "svg") -> str:
     mime = {"svg": "image/svg+xml", "png": "image/png"}.get(fmt)
     if mime is None:
         raise ValueError(f"fmt must be 'svg' or 'png'; got {fmt!r}.")
+    # A legend that covers a bar, a curve or a label moves to where it covers nothing.
+    place_legends(fig)
     buf = io.BytesIO()
     # rc_context restores the caller's rcParams afterwards; nothing leaks into the process.
     with matplotlib.rc_context(_SAVE_RC):
         metadata = {"Date": None} if fmt == "svg" else {"Software": None}
-        fig.savefig(buf, format=fmt, bbox_inches="tight", metadata=metadata, dpi=144)
+        fig.savefig(buf, format=fmt, bbox_inches="tight", metadata=metadata, dpi=SAVE_DPI)
     return f"data:{mime};base64,{base64.b64encode(buf.getvalue()).decode('ascii')}"
+
+
+_SVG_SIZE = re.compile(rb'<svg[^>]*?\swidth="([0-9.]+)pt"[^>]*?\sheight="([0-9.]+)pt"')
+
+
+def image_css_size(uri: str) -> tuple[int, int] | None:
+    """The size in CSS pixels at which to show a plot of :func:`figure_to_data_uri`, read
+    from the image itself (110 px per inch of figure); ``None`` if unreadable.
+
+    A page that shows every plot at this size (and no larger than its column) gives
+    all plots the same, readable text size, whatever their figure size: 9 pt text shows
+    at 13.75 px, the smallest labels (7 pt) at 10.7 px.
+
+    Examples
+    --------
+    >>> from matplotlib.figure import Figure
+    >>> fig = Figure(figsize=(3, 2))
+    >>> _ = fig.add_subplot().plot([0, 1])
+    >>> w, h = image_css_size(figure_to_data_uri(fig))
+    >>> 200 < w <= 3 * 110 and 120 < h <= 2 * 110  # cropped to the content
+    True
+    >>> pw, ph = image_css_size(figure_to_data_uri(fig, "png"))  # same size, to a pixel
+    >>> abs(pw - w) <= 1 and abs(ph - h) <= 1
+    True
+    >>> image_css_size("data:image/png;base64,AAAA") is None
+    True
+    """
+    head, _, data = uri.partition(";base64,")
+    try:
+        raw = base64.b64decode(data[:2400] if head.endswith("svg+xml") else data[:44])
+    except ValueError:
+        return None
+    if head == "data:image/svg+xml":
+        match = _SVG_SIZE.search(raw)
+        if match is None:
+            return None
+        scale = _CSS_DPI / 72
+        return round(float(match[1]) * scale), round(float(match[2]) * scale)
+    if head == "data:image/png" and raw[:8] == b"\x89PNG\r\n\x1a\n" and len(raw) >= 24:
+        width, height = struct.unpack(">II", raw[16:24])
+        return round(width * _CSS_DPI / SAVE_DPI), round(height * _CSS_DPI / SAVE_DPI)
+    return None
 
 
 @styled

@@ -161,8 +161,9 @@ def example_table(
     note: str | Markup = "",
     max_rows: int | None = MAX_FINDINGS,
     full_table: str | None = None,
+    collapsed: bool = True,
 ) -> Markup:
-    """A table of dataset examples under an optional heading and note.
+    """A table of dataset examples under an optional heading and note, folded by default.
 
     At most ``max_rows`` rows are shown (the first ones: pass them best first); the
     note then says how many there were and where the full table is.
@@ -191,6 +192,11 @@ def example_table(
         Link (relative to the report) to the full table, e.g. the result's Parquet
         file (:func:`full_table_href`); default: the note points to the line at the end
         of the section (:func:`full_table_block`).
+    collapsed : bool, default=True
+        Fold the table into a ``<details>`` element whose always-visible line is the
+        title and the number of rows: example tables are what makes a report long, and
+        a reader opens the ones they want. ``False`` for a table already inside a
+        folded block (heading, note and table shown as they are).
 
     Examples
     --------
@@ -201,6 +207,8 @@ def example_table(
     >>> many = example_table(["id"], [[i] for i in range(40)], max_rows=15)
     >>> many.count("<tr>") <= 16, "Top 15 of 40" in many
     (True, True)
+    >>> html.startswith('<details class="block examples-block">')
+    True
     """
     names = [str(h[0] if isinstance(h, tuple) else h) for h in headers]
     text_idx = {i for i, n in enumerate(names) if n in set(text_columns)}
@@ -214,6 +222,7 @@ def example_table(
         return text_cell(as_text(value))
 
     rows = list(rows)
+    n_rows = len(rows)
     more = ""
     if max_rows is not None and len(rows) > max_rows:
         more = render_fragment(
@@ -226,12 +235,27 @@ def example_table(
         )
         rows = rows[:max_rows]
     safe_rows = [[plain(v) if i in text_idx else v for i, v in enumerate(row)] for row in rows]
+    if not collapsed:
+        return render_fragment(
+            '{% if title %}<h4>{{ title }}</h4>{% endif %}{% if note or more %}<p class="muted">'
+            "{{ note }}{% if note and more %} {% endif %}{{ more }}</p>{% endif %}{{ t }}",
+            title=title,
+            note=note,
+            more=more,
+            t=html_table(headers, safe_rows, css="examples", wide=True),
+        )
     return render_fragment(
-        '{% if title %}<h4>{{ title }}</h4>{% endif %}{% if note or more %}<p class="muted">'
-        "{{ note }}{% if note and more %} {% endif %}{{ more }}</p>{% endif %}{{ t }}",
+        '<details class="block examples-block"><summary>{{ title or "Examples" }} '
+        '<span class="count">({% if more %}top {{ k }} of {{ "{:,}".format(n) }}{% else %}'
+        '{{ "{:,}".format(k) }} {{ "row" if k == 1 else "rows" }}{% endif %})</span></summary>'
+        '<div class="details-body">{% if note or more %}<p class="muted">'
+        "{{ note }}{% if note and more %} {% endif %}{{ more }}</p>{% endif %}{{ t }}"
+        "</div></details>",
         title=title,
         note=note,
         more=more,
+        k=len(safe_rows),
+        n=n_rows,
         t=html_table(headers, safe_rows, css="examples", wide=True),
     )
 

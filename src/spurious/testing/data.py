@@ -6,18 +6,21 @@ for every check), with fresh and label-shuffled contexts on the same rows.
 :func:`default_inputs` builds it on the synthetic NLI data
 (:func:`spurious.data.synthetic.make_nli_artifacts`) on first use; an analysis that
 applies to multiple-choice items only gets synthetic items with a planted length cue
-(:func:`spurious.data.synthetic_mcq.make_mcq_artifacts`) instead
-(:func:`default_inputs_for`).
+(:func:`spurious.data.synthetic_mcq.make_mcq_artifacts`) instead, and one of extractive
+QA only synthetic questions whose answer is often in the first sentence
+(:func:`spurious.data.synthetic_qa.make_qa_artifacts`) (:func:`default_inputs_for`).
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 
 from spurious.data.dataset import Dataset
 from spurious.data.mcq import option_counts
@@ -54,8 +57,14 @@ class Inputs:
 
     @classmethod
     def build(cls, data: Data, task: str = "nli") -> Inputs:
-        """Inputs on ``data``; without data, on synthetic data of ``task`` ("nli", "mcq")."""
-        if data is None and task == "mcq":
+        """Inputs on ``data``; without data, on synthetic data of ``task`` ("nli", "mcq",
+        "qa")."""
+        if data is None and task == "qa":
+            from spurious.data.synthetic_qa import make_qa_artifacts
+
+            qa = make_qa_artifacts(n=300, artifact_rate=0.6, random_state=5)
+            train, test = qa.dataset.split(0.3, random_state=0)
+        elif data is None and task == "mcq":
             from spurious.data.synthetic_mcq import make_mcq_artifacts
 
             items = make_mcq_artifacts(n=300, artifact="length", artifact_rate=0.6, random_state=5)
@@ -109,14 +118,15 @@ class Inputs:
 
 @functools.cache
 def default_inputs(task: str = "nli") -> Inputs:
-    """The inputs on the built-in synthetic data of ``task`` ("nli" or "mcq"), built once
-    per process."""
+    """The inputs on the built-in synthetic data of ``task`` ("nli", "mcq" or "qa"), built
+    once per process."""
     return Inputs.build(None, task)
 
 
 def synthetic_task(analysis: Analysis) -> str:
     """The synthetic data the checks of ``analysis`` run on: ``"mcq"`` for an analysis of
-    multiple-choice items only (it would be skipped on NLI), else ``"nli"``.
+    multiple-choice items only (it would be skipped on NLI), ``"qa"`` for one of extractive
+    QA only, else ``"nli"``.
 
     Examples
     --------
@@ -125,7 +135,9 @@ def synthetic_task(analysis: Analysis) -> str:
     'nli'
     """
     tasks = analysis.requirements().tasks
-    return "mcq" if tasks is not None and "nli" not in tasks and "mcq" in tasks else "nli"
+    if tasks is None or "nli" in tasks:
+        return "nli"
+    return "mcq" if "mcq" in tasks else "qa" if "qa" in tasks else "nli"
 
 
 def default_inputs_for(analysis: Analysis) -> Callable[[], Inputs]:
@@ -159,10 +171,14 @@ def _shuffled(ds: Dataset, seed: int) -> Dataset:
 
     Multiple-choice items get their gold re-drawn uniformly among their own options (a
     permutation across items could name an option an item does not have), so no option
-    or position cue is left."""
+    or position cue is left. Extractive QA questions get as answer the first word of a
+    sentence of their context drawn uniformly (not a word drawn uniformly, which would
+    favour long sentences), so neither position nor content says where it is."""
     frame = ds.frame.drop(columns=["label_id"], errors="ignore").copy()
     rng = np.random.default_rng(seed)
-    if ds.task.multiple_choice:
+    if ds.task.name == "qa":
+        frame["answers"], frame["answer_starts"] = _random_answers(frame["context"], rng)
+    elif ds.task.multiple_choice:
         k = option_counts(ds.frame)
         frame["label"] = (rng.random(len(k)) * k).astype(np.int64)
     else:
@@ -170,6 +186,22 @@ def _shuffled(ds: Dataset, seed: int) -> Dataset:
     return Dataset.from_frame(
         frame, ds.task, label_names=ds.label_names, name=f"{ds.name}-shuffled"
     )
+
+
+def _random_answers(contexts: pd.Series, rng: np.random.Generator) -> tuple[list, list]:
+    """Per context: the first word of a uniformly drawn sentence, and its offset."""
+    from spurious.heuristics.qa import sentence_starts
+
+    answers, starts = [], []
+    for context in contexts.astype(str):
+        bounds = sentence_starts(context)
+        ends = [*bounds[1:], len(context)]
+        j = int(rng.integers(len(bounds)))
+        word = re.search(r"\w+", context[bounds[j] : ends[j]])
+        start = bounds[j] + (word.start() if word else 0)
+        answers.append([word.group() if word else context[bounds[j] : ends[j]].strip()])
+        starts.append([start])
+    return answers, starts
 
 
 def tiny_dataset(ds: Dataset) -> Dataset:

@@ -15,6 +15,7 @@ and ``tests/test_validation.py`` fails if the private API changes shape.
 
 from __future__ import annotations
 
+from numbers import Integral
 from typing import Any
 
 from spurious.exceptions import ParameterError
@@ -51,6 +52,7 @@ __all__ = [
     "RealNotInt",
     "StrOptions",
     "check_params",
+    "check_seed",
 ]
 
 
@@ -88,3 +90,27 @@ def check_params(constraints: dict[str, list[Any]], params: dict[str, Any], owne
         validate_parameter_constraints(constraints, params, caller_name=owner)
     except InvalidParameterError as e:
         raise ParameterError(str(e)) from None
+
+
+def check_seed(value: Any, what: str = "'seed' parameter") -> int:
+    """``value`` as a seed: an int in ``[0, 2**32 - 1]`` (``None``: 0), else one message.
+
+    The range is what numpy's and scikit-learn's ``RandomState`` accept.
+
+    Examples
+    --------
+    >>> check_seed(3), check_seed(None)
+    (3, 0)
+    >>> check_seed("abc")
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.ParameterError: The 'seed' parameter must be an int in the range [0, 4294967295]. Got 'abc' (str) instead.
+    """
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, Integral) or not 0 <= int(value) < 2**32:
+        raise ParameterError(
+            f"The {what} must be an int in the range [0, {2**32 - 1}]. Got {value!r} "
+            f"({type(value).__name__}) instead."
+        )
+    return int(value)

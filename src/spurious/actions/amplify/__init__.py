@@ -92,6 +92,7 @@ __all__ = [
     "DefinitionSplits",
     "amplify",
     "amplify_run",
+    "check_options",
     "collect_marks",
     "evaluate_amplified",
     "marking_family",
@@ -164,13 +165,9 @@ def amplify(
             "The 'eval' argument is needed: an anti-biased test split is made from the "
             "evaluation split's marks (run the analysis with --eval)."
         )
-    if not isinstance(eval_name, str) or not eval_name.isidentifier() or eval_name == "train":
-        raise ParameterError(
-            "The 'eval_name' argument must be a split name such as 'test' or 'validation' "
-            f"(letters, digits, _; not 'train'); got {eval_name!r}."
-        )
-    fractions = tuple(float(f) for f in reinsert)
-    reinsertion_masks(np.zeros(0, dtype=bool), fractions)  # validates the fractions
+    fractions = check_options(
+        definitions=definitions, match_to=match_to, q=q, reinsert=reinsert, eval_name=eval_name
+    )
     table = collect_marks(marks)
     table, matching = match_marks(table, definitions=definitions, match_to=match_to, q=q)
     out = {}
@@ -201,6 +198,71 @@ def amplify(
         "random_state": random_state,
     }
     return AmplifiedSplits(train, eval, out, params)
+
+
+def check_options(
+    *,
+    definitions: Sequence[str] | None = None,
+    match_to: str | None = "auto",
+    q: float | None = None,
+    reinsert: Sequence[float] = REINSERT_FRACTIONS,
+    eval_name: str = "test",
+    marked: Sequence[str] | None = None,
+) -> tuple[float, ...]:
+    """The options of :func:`amplify`, checked before any work; the reinsertion fractions.
+
+    ``marked`` names the definitions the marks will hold (the
+    :meth:`~spurious.analysis.Analysis.mark_definitions` of the analyses about to run):
+    ``definitions`` and ``match_to`` must be among them. Without it they are checked
+    against the marks themselves, by :func:`match_marks`.
+
+    Examples
+    --------
+    >>> check_options(reinsert=(0.1, 0.5))
+    (0.1, 0.5)
+    >>> check_options(eval_name="../x")
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.ParameterError: The 'eval_name' argument (--eval-name) must be a split name such as 'test' or 'validation' (letters, digits, _; not 'train'); got '../x'.
+    >>> check_options(definitions=["nope"], marked=["cartography"])
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.ParameterError: The 'definitions' argument (--definition) names ['nope'], which the analyses do not mark; they mark ['cartography'].
+    """
+    if not isinstance(eval_name, str) or not eval_name.isidentifier() or eval_name == "train":
+        raise ParameterError(
+            "The 'eval_name' argument (--eval-name) must be a split name such as 'test' or "
+            f"'validation' (letters, digits, _; not 'train'); got {eval_name!r}."
+        )
+    fractions = tuple(float(f) for f in reinsert)
+    reinsertion_masks(np.zeros(0, dtype=bool), fractions)  # validates the fractions
+    if q is not None:
+        if not 0.0 <= float(q) <= 1.0:
+            raise ParameterError(f"The 'q' argument (--q) must be in [0, 1]; got {q!r}.")
+        if match_to not in (None, "auto"):
+            raise ParameterError(
+                f"Pass either 'q' or 'match_to' (--q or --match-to), not both; got q={q!r}, "
+                f"match_to={match_to!r}."
+            )
+    if marked is not None:
+        known = list(dict.fromkeys(marked))
+        if not known:
+            raise ParameterError(
+                "The analyses to run mark no anti-biased examples, so there is nothing to "
+                "amplify; run one that does (--analysis cartography or minority)."
+            )
+        unknown = [d for d in definitions or () if d not in known]
+        if unknown:
+            raise ParameterError(
+                f"The 'definitions' argument (--definition) names {unknown}, which the "
+                f"analyses do not mark; they mark {known}."
+            )
+        if match_to not in (None, "auto") and match_to not in known:
+            raise ParameterError(
+                "The 'match_to' argument (--match-to) must be 'auto', None ('none') or a "
+                f"marked definition {known}; got {match_to!r}."
+            )
+    return fractions
 
 
 def amplify_run(
@@ -246,7 +308,12 @@ def amplify_run(
                 "data from; pass 'train' and 'eval' (--data/--eval)."
             )
         from spurious.inputs import load_inputs
+        from spurious.rundir import resolve_input_paths
 
+        # Relative paths are relative to where that run started; "<run>/inputs/..." are
+        # in-memory data the run stored in its folder.
+        cwd = manifest.get("cwd") if isinstance(manifest.get("cwd"), str) else None
+        config = resolve_input_paths(config, cwd, run_dir=run_dir)
         ctx = load_inputs(config["inputs"], progress=False)
         train = train if train is not None else ctx.train
         eval = eval if eval is not None else ctx.eval

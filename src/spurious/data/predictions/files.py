@@ -37,14 +37,18 @@ from spurious.data.predictions.base import (
     PredictionSet,
     check_choice,
 )
-from spurious.data.readers import read_delimited, read_jsonl
+from spurious.data.readers import parse_json, read_delimited, read_jsonl
 from spurious.exceptions import DataFormatError, SchemaError
+from spurious.utils.io import check_input_file, read_input_text
 
 # The logger keeps the name it had before predictions.py became a package, so logging
 # configuration that targets it (and the CLI's "%(name)s" prefix) is unchanged.
 logger = logging.getLogger("spurious.data.predictions")
 
 __all__ = ["load_predictions"]
+
+#: How messages name a prediction file (the API's argument; the CLI's --predictions).
+PREDICTIONS_WHAT = "Prediction file"
 
 
 def load_predictions(
@@ -141,11 +145,8 @@ def load_predictions(
     """
     check_choice("align", align, ("id", "rows"), "load_predictions")
     check_choice("kind", kind, KINDS, "load_predictions")
-    path = Path(path)
-    if not path.exists():
-        raise DataFormatError(f"Prediction file {str(path)!r} does not exist.")
-    if path.is_dir():
-        raise DataFormatError(f"Prediction path {str(path)!r} is a directory, not a file.")
+    # Before any read: a FIFO would block forever, /dev/zero fill the memory.
+    path = check_input_file(path, what=PREDICTIONS_WHAT, kind="predictions")
     fmt = (format or path.suffix.lower().lstrip(".")).replace("ndjson", "jsonl")
     mapping, kind = _read_mapping(
         path, fmt, dataset, id_field, value_field, kind, by_rows=align == "rows"
@@ -214,14 +215,8 @@ def _read_mapping(
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8-sig"))
-    except json.JSONDecodeError as e:
-        raise DataFormatError(
-            f"{str(path)!r}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})."
-        ) from None
-    except UnicodeDecodeError as e:
-        raise DataFormatError(f"{str(path)!r} is not valid UTF-8 ({e.reason}).") from None
+    text = read_input_text(path, what=PREDICTIONS_WHAT, kind="predictions")
+    return parse_json(text, path)
 
 
 def _probability_columns(frame: pd.DataFrame, labels: Sequence[str]) -> list[str] | None:

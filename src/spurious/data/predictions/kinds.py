@@ -222,12 +222,19 @@ def prediction_values(
         values = np.empty(len(ids), dtype=object)
         values[:] = ""
         for j, v in zip(present, raw, strict=True):
-            if v is None or isinstance(v, dict | list):
+            # Only text is an answer: a number (a label id, a 0/1 flag, a row index) would
+            # be compared with the gold spans as the string "3" and silently score 0.
+            if not isinstance(v, str):
+                hint = (
+                    " (0/1 flags of whether the model was right: --prediction-kind correctness)"
+                    if isinstance(v, int | float | np.integer | np.floating) and v in (0, 1)
+                    else ""
+                )
                 raise SchemaError(
                     f"Predictions {name!r}, id {ids[j]!r}: a QA prediction must be an answer "
-                    f"string. Got {type(v).__name__} {v!r} instead."
+                    f"string (the predicted span). Got {type(v).__name__} {v!r} instead{hint}."
                 )
-            values[j] = str(v)
+            values[j] = v
     return values, probs
 
 

@@ -16,6 +16,7 @@ input, or a weaker representation the user names).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from numbers import Integral
 from typing import Any
 
@@ -175,6 +176,7 @@ def predictability_beyond_null(
     n_resamples: int = 1000,
     confidence: float = 0.95,
     n_options: np.ndarray | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Share of examples predictable (p >= tau) with the real labels and with shuffled ones.
 
@@ -214,6 +216,9 @@ def predictability_beyond_null(
         Multiple-choice items: the options of each item. The null then draws every
         item's label uniformly among its own options instead of permuting the labels
         (a permuted label could point at an option the item does not have).
+    progress : callable, optional
+        Called with ``(done, total)`` after each round of partition fits (the real
+        labels unless ``p_real`` is given, then each shuffle).
 
     Returns
     -------
@@ -255,8 +260,12 @@ def predictability_beyond_null(
         with np.errstate(invalid="ignore"):
             return (np.nan_to_num(p, nan=-1.0) >= tau).astype(float)
 
+    fits, done = int(p_real is None) + int(n_shuffles), 0
     if p_real is None:
         p_real = p_of(y)
+        done += 1
+        if progress is not None:
+            progress(done, fits)
     entropy = 0 if random_state is None else int(random_state)
     rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(2, 0)))
     null = np.zeros(n)
@@ -267,6 +276,9 @@ def predictability_beyond_null(
             else np.floor(rng.random(n) * np.asarray(n_options)).astype(np.int64)
         )
         null += above(p_of(labels))
+        done += 1
+        if progress is not None:
+            progress(done, fits)
     null /= max(int(n_shuffles), 1)
     real = above(np.asarray(p_real, dtype=np.float64))
     est, lo, hi = bootstrap_of_means(

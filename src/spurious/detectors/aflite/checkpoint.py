@@ -98,6 +98,9 @@ class FilterState:
         The evaluation set R (evaluation-set mode only).
     history : list of dict
         One JSON summary per round.
+    resumed_from : int or None
+        The rounds read from a checkpoint when this run resumed one (``None``: started
+        fresh). Not saved: it describes this run, not the filtering.
     """
 
     entropy: int
@@ -106,6 +109,7 @@ class FilterState:
     train: SideState | None = None
     eval: SideState | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
+    resumed_from: int | None = None
 
 
 def _checksum(arr: np.ndarray) -> str:

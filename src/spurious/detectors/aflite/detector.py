@@ -59,6 +59,7 @@ from spurious.exceptions import FeatureError, ParameterError
 from spurious.execution import Executor, make_executor
 from spurious.features import PrecomputedFeaturizer, make_featurizer
 from spurious.results import Headline
+from spurious.utils.limits import MAX_PARTITIONS
 from spurious.utils.validation import Interval, StrOptions
 from spurious.views import get_view
 
@@ -74,7 +75,7 @@ class AFLite(Detector):
         split with classifiers trained on the data only (paper 004 App. A); needs an
         evaluation split. An evaluation split given in ``"train"`` mode is not used.
     n_partitions : int, default=64
-        m: classifiers (random partitions) per round. Table 8 uses 64 (128 for the
+        m: classifiers (random partitions) per round, at most 10,000. Table 8 uses 64 (128 for the
         synthetic data).
     train_size : int or float, default=0.1
         t: training examples per classifier; a float is a fraction of the *initial*
@@ -155,6 +156,9 @@ class AFLite(Detector):
         Full per-example history after :meth:`run` (both sides in evaluation-set mode).
     train_scores_ : pandas.DataFrame
         Per training example scores (the result's scores in single-dataset mode).
+    resumed_from_ : int or None
+        The rounds read from ``checkpoint_dir`` when the run resumed a checkpoint, else
+        ``None`` (kept out of the result, which is the same either way).
 
     Examples
     --------
@@ -255,7 +259,7 @@ class AFLite(Detector):
     }
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "mode": [StrOptions({"train", "eval"})],
-        "n_partitions": [Interval(Integral, 1, None, closed="left")],
+        "n_partitions": [Interval(Integral, 1, MAX_PARTITIONS, closed="both")],
         "train_size": list(SIZE_CONSTRAINTS),
         "slice_size": list(SIZE_CONSTRAINTS),
         "tau": [Interval(Real, 0, 1, closed="both")],
@@ -460,6 +464,7 @@ class AFLite(Detector):
         state = initial_state(
             self, identity, n0, None if eval_dataset is None else len(eval_dataset)
         )
+        self.resumed_from_ = state.resumed_from
         X, y = stack_splits(X_tr, X_ev, dataset, eval_dataset)
         executor = make_executor(self.executor)
         owns_executor = isinstance(self.executor, str)

@@ -47,7 +47,12 @@ from spurious.detectors.aflite.algorithm import (
 from spurious.detectors.aflite.baselines import predictability_beyond_null
 from spurious.detectors.aflite.checkpoint import FilterState
 from spurious.detectors.aflite.prepare import filter_features, is_array_features
-from spurious.detectors.aflite.verdict import baseline_words, evidence_row, spec_name
+from spurious.detectors.aflite.verdict import (
+    baseline_words,
+    evidence_bar,
+    evidence_row,
+    spec_name,
+)
 from spurious.exceptions import ParameterError
 from spurious.execution import Executor
 from spurious.features.mcq import MC_VIEWS
@@ -265,11 +270,15 @@ def mc_predictability_evidence(
     train = state.train
     assert train is not None  # filtering ran before the evidence is measured
     p1 = train.p_rounds[0] if train.p_rounds else None
+    bar = evidence_bar(af, ctx, specs, p1 is None)
+    common["progress"] = lambda done, total: bar.update(1)
+    bar.set_postfix_str(f"{af.view} input")  # the filter's own representation first
     main = predictability_beyond_null(
         X_tr, y[:n], train_idx, excluded, model=model, p_real=p1, **common
     )
     out: dict[str, Any] = {"main": evidence_row(main), "baselines": []}
     for key, view, feats in specs:
+        bar.set_postfix_str(f"{view} input")  # the baseline being fitted
         if key == "main":
             row: dict[str, Any] = evidence_row(main)
         else:
@@ -290,6 +299,7 @@ def mc_predictability_evidence(
     lows = [(b["ci_low"] if b["ci_low"] == b["ci_low"] else -np.inf) for b in out["baselines"]]
     out["chosen"] = out["baselines"][int(np.argmax(lows))]["key"] if lows else None
     out["no_baseline_reason"] = why
+    bar.close()
     out.update(tau=af.tau, n_shuffles=af.n_shuffles, null="gold position re-drawn within items")
     return out
 

@@ -54,6 +54,14 @@ def resolve_sizes(
         )
     if n is None:
         n = t
+    elif n >= n0:
+        # Filtering stops once at most n examples remain: n >= |D| runs no round and would
+        # report "nothing predictable" without having looked.
+        raise ParameterError(
+            f"The 'target_size' parameter (--target-size) resolves to n={n}, but the data "
+            f"hold |D|={n0} examples: AFLite stops when at most n remain, so it would run no "
+            f"round. Pass a target size below {n0} (or leave it out: tau decides)."
+        )
     elif n <= t:
         raise AnalysisError(
             f"target_size n={n} must be larger than train_size t={t} (Algorithm 1 needs "

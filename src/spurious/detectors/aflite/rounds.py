@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from spurious.data.dataset import Dataset
 from spurious.detectors.aflite.algorithm import (
@@ -47,6 +46,7 @@ from spurious.exceptions import AnalysisError
 from spurious.execution import Executor
 from spurious.models.partition import PartitionModel
 from spurious.utils.io import to_jsonable
+from spurious.utils.progress import step_bar
 
 if TYPE_CHECKING:  # the analysis drives this module; no import at run time
     from spurious.detectors.aflite.detector import AFLite
@@ -116,7 +116,8 @@ def initial_state(
             "checkpoint_dir, or pass checkpoint_mismatch='restart' to discard it."
         )
     state = load_checkpoint(directory)
-    logger.info("resuming AFLite from %s after round %d", directory, state.rounds_done)
+    state.resumed_from = state.rounds_done
+    logger.info("aflite: resumed from round %d of %s", state.rounds_done, directory)
     return state
 
 
@@ -147,7 +148,8 @@ def filter_rounds(
         + 1
     )
     total = min(bound, af.max_rounds) if af.max_rounds else bound
-    bar = tqdm(total=total, initial=state.rounds_done, desc="aflite: rounds", disable=not progress)
+    bar = step_bar("aflite: rounds", total, enabled=progress, unit="round",
+                   initial=state.rounds_done)  # fmt: skip
     try:
         while True:
             S = state.train.remaining
@@ -163,6 +165,7 @@ def filter_rounds(
                 break
             r = state.rounds_done + 1
             if shared is None:
+                bar.set_postfix_str("preparing the partition models' shared start")
                 # The model's shared start (pooled fit + preconditioner of the
                 # batched model) is built once per run on D, not once per round.
                 start = prepare_start(model, X, y, n_train, t, n_classes)
@@ -170,6 +173,7 @@ def filter_rounds(
                     {"X": X, "y": y, "model": model, "n_classes": n_classes,
                      "start": start}
                 )  # fmt: skip
+                bar.set_postfix(size=len(S))
             filter_round(af, state, r, S, R, codes, sizes, executor, shared, chunk)
             if af.checkpoint_dir is not None:
                 save_checkpoint(af.checkpoint_dir, identity, state)

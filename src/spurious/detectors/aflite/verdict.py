@@ -88,6 +88,16 @@ def baseline_specs(af: AFLite, task: Any) -> tuple[list[tuple[str, Any, Any]], s
     return out, None
 
 
+def evidence_bar(af: AFLite, ctx: RunContext, specs: list[Any], real_fit: bool) -> Any:
+    """The progress bar of the shuffled-label check: one step per round of partition fits
+    (the representation's shuffles, then each baseline's real and shuffled labels)."""
+    from spurious.utils.progress import step_bar
+
+    others = sum(1 for key, *_ in specs if key != "main")
+    fits = int(real_fit) + af.n_shuffles + others * (1 + af.n_shuffles)
+    return step_bar("aflite: shuffled-label check", fits, enabled=ctx.progress, unit="fit")
+
+
 def predictability_evidence(
     af: AFLite,
     ctx: RunContext,
@@ -119,11 +129,15 @@ def predictability_evidence(
                                     make_partition_model(af.model, af.random_state)),
     )  # fmt: skip
     p1 = state.train.p_rounds[0] if state.train.p_rounds else None
+    bar = evidence_bar(af, ctx, specs, p1 is None)
+    common["progress"] = lambda done, total: bar.update(1)
+    bar.set_postfix_str(f"{af.view} input")  # the filter's own representation first
     main = predictability_beyond_null(
         X_tr, y[:n], train_idx, excluded, model=af.model, p_real=p1, **common
     )
     out: dict[str, Any] = {"main": evidence_row(main), "baselines": []}
     for key, view, feats in specs:
+        bar.set_postfix_str(f"{view.name} input")  # the baseline being fitted
         if key == "main":
             row = evidence_row(main)
         else:
@@ -137,6 +151,7 @@ def predictability_evidence(
     lows = [(b["ci_low"] if b["ci_low"] == b["ci_low"] else -np.inf) for b in out["baselines"]]
     out["chosen"] = out["baselines"][int(np.argmax(lows))]["key"] if lows else None
     out["no_baseline_reason"] = why
+    bar.close()
     out.update(tau=af.tau, n_shuffles=af.n_shuffles)
     return out
 

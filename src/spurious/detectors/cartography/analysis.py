@@ -28,6 +28,7 @@ from spurious.detectors.cartography import mcq
 from spurious.detectors.cartography.maps import (
     VIEW_COLUMNS,
     anti_biased_by_label,
+    check_dynamics_dir,
     learning_curves,
     map_view,
     plain_meta,
@@ -35,6 +36,7 @@ from spurious.detectors.cartography.maps import (
     region_examples,
     region_marks,
 )
+from spurious.detectors.cartography.nulls import null_spearmans
 from spurious.detectors.cartography.stats import (
     excess_over_null,
     spearman_interval,
@@ -47,7 +49,8 @@ from spurious.detectors.cartography.verdict import (
     map_notes,
 )
 from spurious.exceptions import AnalysisError, ParameterError
-from spurious.models.dynamics import FAST_OPTIONS, PATHS, TrainingDynamics, cartography_stats
+from spurious.execution import Executor, executor_config, make_executor
+from spurious.models.dynamics import FAST_OPTIONS, PATHS, TrainingDynamics
 from spurious.results import Headline
 from spurious.utils.validation import Interval, StrOptions
 from spurious.views import get_view
@@ -116,7 +119,7 @@ class Cartography(Detector):
         ``batch_size``, ``hidden_size``, ``weight_decay``, ``records_per_epoch``,
         ``standardize``).
     dynamics_dir : str, optional
-        Folder read when ``path="load"``.
+        Folder read when ``path="load"``, and only then (refused with another path).
     anti_biased_fraction : float, default=0.21
         q / 100: the share of the scored split marked anti-biased (its most hard-to-learn
         examples). Paper 002 picks q per dataset so that the biased training set keeps
@@ -140,6 +143,9 @@ class Cartography(Detector):
         partial-input probe agree even on permuted labels (both see the partial input
         and the label base rates), and that agreement varies between permutations (sd
         ~0.05 on a few hundred examples), so one draw is not enough.
+    executor : "local", "ray" or Executor, default="local"
+        Where those null trainings run, one task per (draw, view) (see
+        :mod:`spurious.execution`); every executor gives the same result.
     random_state : int, default=0
 
     Examples
@@ -253,6 +259,7 @@ class Cartography(Detector):
         "n_examples": [Interval(Integral, 0, None, closed="left")],
         "held_out_folds": [Interval(Integral, 2, None, closed="left"), None],
         "null_permutations": [Interval(Integral, 0, None, closed="left")],
+        "executor": [str, Executor],
         "random_state": ["random_state"],
     }
 
@@ -273,6 +280,7 @@ class Cartography(Detector):
         n_examples: int = 10,
         held_out_folds: int | None = None,
         null_permutations: int = 5,
+        executor: str | Executor = "local",
         random_state: int | None = 0,
     ) -> None:
         self.path = path
@@ -290,6 +298,7 @@ class Cartography(Detector):
         self.n_examples = n_examples
         self.held_out_folds = held_out_folds
         self.null_permutations = null_permutations
+        self.executor = executor
         self.random_state = random_state
 
     # -- validation -----------------------------------------------------------------
@@ -306,9 +315,11 @@ class Cartography(Detector):
                 "The 'held_out_folds' parameter of Cartography applies to path='fast'; got "
                 f"path={self.path!r}."
             )
-        if self.path == "load" and not self.dynamics_dir:
+        if (self.path == "load") != bool(self.dynamics_dir):  # only path='load' reads it
             raise ParameterError(
-                "The 'dynamics_dir' parameter of Cartography is needed with path='load'; got None."
+                "The 'dynamics_dir' parameter of Cartography is the folder path='load' reads: "
+                f"needed with it, ignored otherwise. Got dynamics_dir={self.dynamics_dir!r} "
+                f"with path={self.path!r}."
             )
         if self.path == "fast" and self.model not in (None, "mlp", "linear"):
             raise ParameterError(
@@ -332,31 +343,44 @@ class Cartography(Detector):
 
             if self.features != "lexical":  # the option cues of multiple-choice items
                 make_featurizer(self.features)
+        make_executor(self.executor)  # an unknown name, or Ray missing, fails here
+
+    def _param_to_config(self, name: str, value: Any) -> Any:
+        return executor_config(value) if name == "executor" else value
+
+    @classmethod
+    def _param_from_config(cls, name: str, value: Any) -> Any:
+        return make_executor(value) if name == "executor" and isinstance(value, dict) else value
 
     def check(self, context: RunContext) -> None:
         """Views exist for the task; the fine-tuning engine is installed for that path;
         held-out folds only without an evaluation split, and no more than examples."""
         self._views(context.train.task)
         mcq.check_task_features(self, context)
-        if self.held_out_folds is not None:
-            if context.eval is not None:
-                raise ParameterError(
-                    "The 'held_out_folds' parameter of Cartography applies without an "
-                    "evaluation split (evaluation examples are already mapped by a model that "
-                    f"never trained on them); got held_out_folds={self.held_out_folds} with "
-                    "an evaluation split."
-                )
-            if self.held_out_folds > len(context.train):
-                raise ParameterError(
-                    f"The 'held_out_folds' parameter of Cartography ({self.held_out_folds}) "
-                    f"exceeds the number of training examples ({len(context.train)})."
-                )
+        if self.held_out_folds is not None and context.eval is not None:
+            raise ParameterError(
+                "The 'held_out_folds' parameter of Cartography applies without an "
+                "evaluation split (evaluation examples are already mapped by a model that "
+                f"never trained on them); got held_out_folds={self.held_out_folds} with "
+                "an evaluation split."
+            )
+        if (self.held_out_folds or 0) > len(context.train):
+            raise ParameterError(
+                f"The 'held_out_folds' parameter of Cartography ({self.held_out_folds}) "
+                f"exceeds the number of training examples ({len(context.train)})."
+            )
+        check_dynamics_dir(self.path, self.dynamics_dir)  # before any work, as the others
         if self.path == "finetune" and importlib.util.find_spec("spurious.models.finetune") is None:
             raise AnalysisError(
                 "Cartography with path='finetune' needs the fine-tuning engine "
                 "(spurious.models.finetune, issue 8 parts 1-2), which this installation does "
                 "not have; use path='fast'."
             )
+
+    def mark_definitions(self, task: Task) -> list[str]:
+        """``cartography``, and ``partial_input_cartography`` when a partial input is mapped."""
+        partial = self._views(task)[1]
+        return ["cartography", *(["partial_input_cartography"] if partial is not None else [])]
 
     def _views(self, task: Task) -> tuple[str, str | None]:
         if task.multiple_choice:
@@ -405,62 +429,6 @@ class Cartography(Detector):
             anti_biased_fraction=self.anti_biased_fraction,
             chance=mcq.item_chance(dataset),
         )
-
-    def _null_spearman(
-        self,
-        ctx: RunContext,
-        full_view: str,
-        partial_view: str,
-        split: str,
-        scored: Dataset,
-        draw: int = 0,
-    ) -> float | None:
-        """Spearman of the two maps' confidence when both probes learn permuted labels.
-
-        The fast path again, on the same feature matrices, seeds and options, with the
-        training labels (and the evaluation labels) permuted by draw ``draw``.
-        """
-        from spurious.models.dynamics import crossfit_dynamics, probe_dynamics
-
-        if ctx.train.task.multiple_choice:
-            return mcq.mc_null_spearman(self, ctx, (full_view, partial_view), split, scored, draw)
-        seed = 0 if self.random_state is None else self.random_state
-        rng = np.random.default_rng([seed, 7, draw])
-        y_train = rng.permutation(ctx.train.labels)
-        y_eval = None if ctx.eval is None else rng.permutation(ctx.eval.labels)
-        options: dict[str, Any] = {
-            "model": self.model or "mlp",
-            "epochs": 10 if self.epochs is None else self.epochs,
-            "n_classes": ctx.train.n_classes,
-            "random_state": self.random_state,
-            "progress": "cartography: a null map" if ctx.progress else None,
-            **(self.train_options or {}),
-        }
-        ids = [str(i) for i in scored.ids]
-        confidence = []
-        for view in (full_view, partial_view):
-            X_train = ctx.features(self.features, view, split="train")
-            if self.held_out_folds is not None:
-                frame = crossfit_dynamics(
-                    X_train, y_train, n_folds=self.held_out_folds, ids=ctx.train.ids, **options
-                )
-            else:
-                X_eval = (
-                    None if ctx.eval is None else ctx.features(self.features, view, split="eval")
-                )
-                frame = probe_dynamics(
-                    X_train,
-                    y_train,
-                    X_eval,
-                    y_eval,
-                    train_ids=ctx.train.ids,
-                    eval_ids=None if ctx.eval is None else ctx.eval.ids,
-                    **options,
-                )
-            dyn = TrainingDynamics(frame, list(ctx.train.label_names))
-            stats = cartography_stats(dyn, split).set_index("id")
-            confidence.append(stats.loc[ids, "confidence"])
-        return spearman_or_none(*confidence)
 
     def _run(self, ctx: RunContext) -> AnalysisOutput:
         scored = self.scored_dataset(ctx)
@@ -550,7 +518,7 @@ class Cartography(Detector):
         """Partial-input cartography: map ``views[1]`` too, and compare it with the full
         map ``table`` (Spearman of the confidences, against permuted labels on the fast
         path). Adds its columns, metrics, details and marks in place; returns its map."""
-        full_view, partial_view = views
+        partial_view = views[1]
         pdyn = self._dynamics(ctx, partial_view, partial=True)
         partial_table = self._map(pdyn, split, scored)
         marks.append(region_marks(partial_table, scored, split, "partial_input_cartography"))
@@ -573,11 +541,12 @@ class Cartography(Detector):
             metrics["spearman_confidence_ci_low"] = lo
             metrics["spearman_confidence_ci_high"] = hi
             if self.path == "fast" and self.null_permutations:
-                nulls = [
-                    self._null_spearman(ctx, full_view, partial_view, split, scored, b)
-                    for b in range(self.null_permutations)
-                ]
-                nulls = [r for r in nulls if r is not None]
+                executor = make_executor(self.executor)
+                try:
+                    nulls = null_spearmans(self, ctx, views, split, scored, executor)
+                finally:
+                    if isinstance(self.executor, str):  # made here
+                        executor.close()
                 if nulls:
                     metrics.update(excess_over_null(rho, nulls, len(scored)))
         a, b = table["anti_biased"].to_numpy(), partial_table["anti_biased"].to_numpy()

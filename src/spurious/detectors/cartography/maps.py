@@ -4,11 +4,13 @@
 (confidence, variability, correctness, forgetting, region, anti-biased, score);
 :func:`region_marks` writes a map's anti-biased marks in ``Result.marks`` form;
 :func:`region_examples`, :func:`anti_biased_by_label`, :func:`region_crosstab`,
-:func:`learning_curves` and :func:`plain_meta` are the details the report shows.
+:func:`learning_curves` and :func:`plain_meta` are the details the report shows;
+:func:`check_dynamics_dir` checks the folder of saved dynamics before a run.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,7 +19,7 @@ import pandas as pd
 from spurious.data.dataset import Dataset
 from spurious.data.mcq import LETTERS
 from spurious.detectors.cartography.regions import REGIONS, anti_biased_mask, assign_regions
-from spurious.exceptions import AnalysisError
+from spurious.exceptions import AnalysisError, ParameterError
 from spurious.models.dynamics import TrainingDynamics, cartography_stats
 
 #: Columns computed per view; the partial view's carry the ``partial_`` prefix.
@@ -152,6 +154,44 @@ def region_crosstab(table: pd.DataFrame, other: pd.DataFrame) -> dict[str, dict[
 def learning_curves(dyn: TrainingDynamics) -> dict[str, list[list[float]]]:
     """Accuracy per recording, per split: ``{split: [[epoch, accuracy], ...]}``."""
     return {s: [[e, a] for e, a in dyn.accuracy(s).items()] for s in dyn.splits()}
+
+
+def check_dynamics_dir(path: str, dynamics_dir: str | None) -> None:
+    """With ``path="load"``, ``dynamics_dir`` must be a folder that holds dynamics:
+    ``dynamics.parquet`` (:meth:`TrainingDynamics.save`) or allenai/cartography's
+    ``dynamics_epoch_<e>.jsonl`` files (in it or in its ``training_dynamics/``).
+
+    Checked before the run starts, so a missing, mistyped or empty folder stops it with
+    nothing written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> check_dynamics_dir("fast", None)  # nothing to read
+    >>> check_dynamics_dir("load", tempfile.mkdtemp())
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.ParameterError: The 'dynamics_dir' parameter of Cartography: ... holds no ...
+    """
+    if path != "load" or dynamics_dir is None:
+        return
+    folder = Path(dynamics_dir).expanduser()
+    if not folder.is_dir():
+        what = "is a file" if folder.exists() else "does not exist"
+        raise ParameterError(
+            f"The 'dynamics_dir' parameter of Cartography must be a folder of saved training "
+            f"dynamics; {str(folder)!r} {what}."
+        )
+    if (folder / "dynamics.parquet").is_file():
+        return
+    for sub in (folder, folder / "training_dynamics"):
+        if sub.is_dir() and any(sub.glob("dynamics_epoch_*.json*")):
+            return
+    raise ParameterError(
+        f"The 'dynamics_dir' parameter of Cartography: {str(folder)!r} holds no training "
+        "dynamics (no dynamics.parquet, no dynamics_epoch_<e>.jsonl files in it or in its "
+        "training_dynamics/)."
+    )
 
 
 def plain_meta(meta: dict[str, Any]) -> dict[str, Any]:

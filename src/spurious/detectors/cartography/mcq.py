@@ -167,6 +167,9 @@ def mc_null_spearman(
             "option_blocks", features=spec, view=view, split="train", n_components=32
         )
         options["n_features"] = train.n_features
+        if ctx.progress:  # which of the 2 x null_permutations trainings runs
+            n = analysis.null_permutations
+            options["progress"] = f"cartography: null map {draw + 1}/{n} ({view})"
         if analysis.held_out_folds is not None:
             frame = crossfit_dynamics(
                 train.X,

@@ -157,6 +157,7 @@ def option_probabilities(
     l2: float = 1.0,
     n_threads: int | None = None,
     progress: bool = False,
+    label: str = "mc_leakage",
 ) -> dict[str, np.ndarray]:
     """Out-of-sample option probabilities of every scored item, per view.
 
@@ -174,6 +175,8 @@ def option_probabilities(
     n_threads : int, optional
         Fits side by side (``None``: the cores, at most 8); the result is the same.
     progress : bool, default=False
+    label : str, default="mc_leakage"
+        The analysis named on the progress bar.
 
     Returns
     -------
@@ -194,7 +197,7 @@ def option_probabilities(
     names = list(views)
     per_view = [_tasks(views[v], y, fold_of, True) for v in names]
     flat = [t for ts in per_view for t in ts]
-    results = _run_tasks(flat, l2, n_threads, "mc_leakage: views x folds", progress)
+    results = _run_tasks(flat, l2, n_threads, f"{label}: views x folds", progress)
     out: dict[str, np.ndarray] = {}
     start = 0
     for v, ts in zip(names, per_view, strict=True):
@@ -217,6 +220,7 @@ def shuffled_gold_null(
     l2: float = 1.0,
     n_threads: int | None = None,
     progress: bool = False,
+    label: str = "mc_leakage",
 ) -> np.ndarray:
     """Whether the probe is right on each scored item, refitted on re-drawn gold positions.
 
@@ -250,7 +254,7 @@ def shuffled_gold_null(
         y = redraw_gold(n_options, rng)
         tasks += _tasks(inputs, y, fold_of, False)
         gold_scored.append(y if n_options_eval is None else redraw_gold(n_options_eval, rng))
-    results = _run_tasks(tasks, l2, n_threads, "mc_leakage: shuffled-gold null", progress)
+    results = _run_tasks(tasks, l2, n_threads, f"{label}: shuffled-gold null", progress)
     per = len(tasks) // max(n_permutations, 1)
     n_scored = len(gold_scored[0]) if gold_scored else 0
     out = np.zeros((n_permutations, n_scored), dtype=bool)

@@ -36,6 +36,8 @@ matrices: DeepCluster / Ward / k-means, nearest-neighbour assignment), which mar
 examples with :mod:`~spurious.detectors.minority.labels` (counts per cluster and label,
 minority labels, homogeneity: plain functions); the analysis writes its scores, cluster
 table, example sentences and marks with :mod:`~spurious.detectors.minority.details`.
+:mod:`~spurious.detectors.minority.methods` runs the clusterings (the analysis' method
+and, with ``compare_methods``, the others) as tasks of an executor, local or Ray.
 """
 
 from spurious.detectors.minority.analysis import MinorityExamples

@@ -19,11 +19,7 @@ from spurious.analysis import AnalysisOutput, Requirements, VerdictScale, regist
 from spurious.context import RunContext
 from spurious.data.dataset import Dataset
 from spurious.detectors.base import Detector
-from spurious.detectors.minority.clustering import (
-    METHODS,
-    MinorityClusters,
-    find_minority_examples,
-)
+from spurious.detectors.minority.clustering import METHODS, MinorityClusters
 from spurious.detectors.minority.details import (
     cluster_examples,
     cluster_table,
@@ -36,7 +32,9 @@ from spurious.detectors.minority.labels import (
     homogeneity_stats,
     purity_null,
 )
+from spurious.detectors.minority.methods import method_comparison, run_clusterings
 from spurious.exceptions import AnalysisError, ParameterError
+from spurious.execution import Executor, executor_config, make_executor
 from spurious.models.clustering import DEFAULT_EXACT_MAX_SAMPLES, DEFAULT_N_PRECLUSTERS, ROUTES
 from spurious.results import Headline
 from spurious.utils.validation import Interval, StrOptions
@@ -105,6 +103,9 @@ class MinorityExamples(Detector):
         Minority and biased examples per cluster kept for the report.
     n_threads : int or None, default=1
         BLAS / OpenMP threads while clustering.
+    executor : "local", "ray" or Executor, default="local"
+        Where the clusterings run: this method's and, with ``compare_methods``, each
+        other's is one task (see :mod:`spurious.execution`); same clusters on every one.
     random_state : int, default=0
 
     Examples
@@ -208,6 +209,7 @@ class MinorityExamples(Detector):
         "compare_methods": ["boolean"],
         "n_examples": [Interval(Integral, 0, None, closed="left")],
         "n_threads": [Interval(Integral, 1, None, closed="left"), None],
+        "executor": [str, Executor],
         "random_state": ["random_state"],
     }
 
@@ -234,6 +236,7 @@ class MinorityExamples(Detector):
         compare_methods: bool = False,
         n_examples: int = 3,
         n_threads: int | None = 1,
+        executor: str | Executor = "local",
         random_state: int | None = 0,
     ) -> None:
         self.features = features
@@ -257,6 +260,7 @@ class MinorityExamples(Detector):
         self.compare_methods = compare_methods
         self.n_examples = n_examples
         self.n_threads = n_threads
+        self.executor = executor
         self.random_state = random_state
 
     # -- validation -----------------------------------------------------------------
@@ -270,6 +274,14 @@ class MinorityExamples(Detector):
                 f"only; got layer={self.layer!r} with features={self.features!r}."
             )
         self._featurizer()
+        make_executor(self.executor)  # an unknown name, or Ray missing, fails here
+
+    def _param_to_config(self, name: str, value: Any) -> Any:
+        return executor_config(value) if name == "executor" else value
+
+    @classmethod
+    def _param_from_config(cls, name: str, value: Any) -> Any:
+        return make_executor(value) if name == "executor" and isinstance(value, dict) else value
 
     def _featurizer(self) -> Any:
         from spurious.features import make_featurizer
@@ -297,8 +309,26 @@ class MinorityExamples(Detector):
         return super().unmet(context)
 
     def check(self, context: RunContext) -> None:
-        """The view exists for the task."""
+        """The view exists for the task; the cluster counts fit the training split."""
         get_view(context.train.task, self.view)
+        n = len(context.train)
+        if self.n_clusters > n:
+            raise AnalysisError(
+                f"Minority clustering into n_clusters={self.n_clusters} needs at least that "
+                f"many training examples; {context.train.name!r} has {n}. Pass n_clusters <= "
+                f"{n} (--set minority.n_clusters=...)."
+            )
+        m = self.n_pseudo_labels
+        if self.clustering == "deepcluster" and isinstance(m, Integral) and m > n:
+            raise AnalysisError(
+                f"DeepCluster with n_pseudo_labels={m} needs at least that many training "
+                f"examples; {context.train.name!r} has {n}. Pass 'auto' or at most {n} "
+                "(--set minority.n_pseudo_labels=...)."
+            )
+
+    def mark_definitions(self, task: Any) -> list[str]:
+        """The minority examples: one definition."""
+        return ["minority"]
 
     # -- the work -------------------------------------------------------------------
     def _cluster_options(self, ctx: RunContext) -> dict[str, Any]:
@@ -333,22 +363,19 @@ class MinorityExamples(Detector):
 
     def _run(self, ctx: RunContext) -> AnalysisOutput:
         train, evald = ctx.train, ctx.eval
-        if len(train) < self.n_clusters:
-            raise AnalysisError(
-                f"Minority clustering into n_clusters={self.n_clusters} needs at least that "
-                f"many training examples; got {len(train)}."
-            )
         view = get_view(train.task, self.view).name
         X_train, X_eval, feature_s = self._features(ctx, view)
-        res = find_minority_examples(
-            X_train,
-            train.labels,
-            X_eval,
-            None if evald is None else evald.labels,
-            n_classes=train.n_classes,
-            method=self.clustering,
-            **self._cluster_options(ctx),
-        )
+        executor = make_executor(self.executor)
+        try:
+            runs = run_clusterings(
+                executor, self.clustering, self.compare_methods, X_train, train.labels,
+                X_eval, None if evald is None else evald.labels,
+                n_classes=train.n_classes, options=self._cluster_options(ctx),
+            )  # fmt: skip
+        finally:
+            if isinstance(self.executor, str):  # made here
+                executor.close()
+        res = runs[self.clustering]
         res.info["feature_s"] = round(feature_s, 4)
         names = np.asarray(train.label_names, dtype=object)
 
@@ -373,7 +400,7 @@ class MinorityExamples(Detector):
             metrics["n_anti_biased_eval"] = float(res.eval_anti_biased.sum())
             metrics["anti_biased_fraction_eval"] = float(res.eval_anti_biased.mean())
             metrics["mean_nn_distance"] = float(res.eval_distance.mean())
-        comparison = self._compare_methods(ctx, X_train, stats, metrics)
+        comparison = method_comparison(runs, self.clustering, train.labels, stats, metrics)
 
         marks = [minority_marks(train, "train", res.train_anti_biased)]
         if evald is not None:
@@ -441,46 +468,6 @@ class MinorityExamples(Detector):
                 metrics[key] = null[key]
         return metrics
 
-    def _compare_methods(
-        self,
-        ctx: RunContext,
-        X_train: Any,
-        stats: dict[str, float],
-        metrics: dict[str, float],
-    ) -> dict[str, dict[str, float]]:
-        """Homogeneity of this clustering and, with ``compare_methods``, of the other
-        methods on the same features (App. C.4.1); adds their metrics to ``metrics``."""
-        from sklearn.metrics import homogeneity_score
-
-        train = ctx.train
-        comparison: dict[str, dict[str, float]] = {}
-        method_stats = {
-            "mean_minority_share": stats["mean_minority_share"],
-            "n_clusters_minority_over_10pct": stats["n_clusters_minority_over_10pct"],
-            "homogeneity": metrics["homogeneity"],
-            "anti_biased_fraction_train": metrics["anti_biased_fraction_train"],
-        }
-        comparison[self.clustering] = method_stats
-        if self.compare_methods:
-            for other in (m for m in METHODS if m != self.clustering):
-                alt = find_minority_examples(
-                    X_train,
-                    train.labels,
-                    n_classes=train.n_classes,
-                    method=other,
-                    **self._cluster_options(ctx),
-                )
-                s = homogeneity_stats(alt.counts)
-                comparison[other] = {
-                    "mean_minority_share": s["mean_minority_share"],
-                    "n_clusters_minority_over_10pct": s["n_clusters_minority_over_10pct"],
-                    "homogeneity": float(homogeneity_score(train.labels, alt.train_clusters)),
-                    "anti_biased_fraction_train": float(alt.train_anti_biased.mean()),
-                }
-                for key in ("mean_minority_share", "n_clusters_minority_over_10pct", "homogeneity"):
-                    metrics[f"{other}_{key}"] = comparison[other][key]
-        return comparison
-
     def _summary(
         self,
         metrics: dict[str, float],
@@ -516,8 +503,10 @@ class MinorityExamples(Detector):
         gain = metrics["purity_gain"]
         p = metrics.get("purity_p_value")
         if gain < PURITY_WARN_GAIN or (p is not None and p > 0.05):
+            # A large gain with a high p (tiny clusters are pure by chance) is no better.
+            beats = "barely beats" if gain < PURITY_WARN_GAIN else "beats no more than chance"
             notes.append(
-                f"Cluster purity {metrics['weighted_majority_share']:.1%} barely beats the label "
+                f"Cluster purity {metrics['weighted_majority_share']:.1%} {beats} the label "
                 f"base rate {metrics['base_majority_share']:.1%} (gain {gain:+.1%}"
                 + ("" if p is None else f", permutation p = {p:.3g}")
                 + "): the clusters say little about the labels, so the minority examples are "
@@ -544,7 +533,7 @@ class MinorityExamples(Detector):
             f"{m.get('weighted_majority_share', float('nan')):.1%} vs label base rate "
             f"{m.get('base_majority_share', float('nan')):.1%}"
         )
-        verdict = "anti-biased split available for bias amplification (paper 002)"
+        verdict = _split_verdict(m)
         if details.get("notes"):
             verdict += "; " + " ".join(details["notes"])
         head = self.verdict_scale.headline(
@@ -559,3 +548,27 @@ class MinorityExamples(Detector):
         )
         head["verdict"] = verdict
         return head
+
+
+def _split_verdict(m: dict[str, float]) -> str:
+    """Whether the marks give an anti-biased split; never claimed when nothing is marked.
+
+    Examples
+    --------
+    >>> _split_verdict({"n_anti_biased_train": 0.0, "n_train": 10.0, "n_clusters": 10.0})[:33]
+    'no anti-biased split: no training'
+    >>> _split_verdict({"n_anti_biased_train": 5.0})[:29]
+    'anti-biased split available f'
+    """
+    if not m.get("n_anti_biased_train", 0.0) > 0:
+        return (
+            "no anti-biased split: no training example is a minority example of its cluster "
+            f"({m.get('n_train', 0.0):,.0f} examples in {m.get('n_clusters', 0.0):,.0f} "
+            "clusters); nothing to amplify"
+        )
+    if "n_anti_biased_eval" in m and not m["n_anti_biased_eval"] > 0:
+        return (
+            "no anti-biased test split: no evaluation example is a minority example of the "
+            "cluster of its nearest training example"
+        )
+    return "anti-biased split available for bias amplification (paper 002)"

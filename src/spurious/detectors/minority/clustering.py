@@ -33,6 +33,7 @@ from spurious.models.clustering import (
     nearest_neighbor_assign,
     ward_clustering,
 )
+from spurious.utils.progress import step_bar, ticking
 
 __all__ = ["METHODS", "MinorityClusters", "find_minority_examples"]
 
@@ -210,8 +211,10 @@ def find_minority_examples(
     )
     info: dict[str, Any] = {"method": method, "n_clusters": int(n_clusters), "n_train": n}
     stages = (3 if method == "deepcluster" else 1) + int(has_eval) + int(task_epochs > 0)
-    bar = tqdm(total=stages, desc="minority", disable=not progress, unit="stage")
+    bar = tqdm(total=stages, desc="minority", disable=not progress, unit="stage", leave=False)
     limits = threadpool_limits(int(n_threads)) if n_threads is not None else nullcontext()
+    # The clock runs through one-call stages (k-means; SciPy's Ward linkage holds the GIL,
+    # so its stage shows its name only); the MLPs count rows.
     common = {
         "route": ward_route,
         "exact_max_samples": exact_max_samples,
@@ -220,7 +223,7 @@ def find_minority_examples(
     }
     mlp = {"hidden_size": hidden_size, "lr": lr, "random_state": random_state}
     try:
-        with limits:
+        with limits, ticking(bar):
             X_rep: Any = X_train
             task_model = None
             if task_epochs > 0:
@@ -346,6 +349,12 @@ def _check_arguments(
     return y, n, has_eval, k_classes, m
 
 
+def _rows_bar(stages: Any, what: str, total: int) -> Any:
+    """A bar below the stage bar ``stages`` (on when it is) over an MLP's training rows."""
+    return step_bar(f"minority: {what}", total, enabled=not stages.disable, unit="ex",
+                    unit_scale=True)  # fmt: skip
+
+
 def _task_model(
     X_train: Any,
     y: np.ndarray,
@@ -359,13 +368,14 @@ def _task_model(
     ``info["task_model"]``."""
     n = X_train.shape[0]
     bar.set_description(f"minority: task model ({task_epochs} epochs)")
-    task_model = MLPEmbedding(
-        hidden_size=mlp["hidden_size"],
-        epochs=task_epochs,
-        batch_size=min(128, max(8, n // 32)),
-        lr=mlp["lr"],
-        random_state=mlp["random_state"],
-    ).fit(X_train, y)
+    with _rows_bar(bar, "task model", task_epochs * n) as rows:
+        task_model = MLPEmbedding(
+            hidden_size=mlp["hidden_size"],
+            epochs=task_epochs,
+            batch_size=min(128, max(8, n // 32)),
+            lr=mlp["lr"],
+            random_state=mlp["random_state"],
+        ).fit(X_train, y, progress=lambda done, total: rows.update(done - rows.n))
     X_rep = task_model.transform(X_train)
     info["task_model"] = {
         "epochs": int(task_epochs),
@@ -404,13 +414,14 @@ def _deepcluster_model(
     bar.update()
     bar.set_description("minority: DeepCluster epoch")
     # The fresh model sees the input features, never the task labels.
-    model = MLPEmbedding(
-        hidden_size=mlp["hidden_size"],
-        epochs=epochs,
-        batch_size=batch_size,
-        lr=mlp["lr"],
-        random_state=mlp["random_state"],
-    ).fit(X_train, pseudo)
+    with _rows_bar(bar, "DeepCluster MLP", epochs * X_train.shape[0]) as rows:
+        model = MLPEmbedding(
+            hidden_size=mlp["hidden_size"],
+            epochs=epochs,
+            batch_size=batch_size,
+            lr=mlp["lr"],
+            random_state=mlp["random_state"],
+        ).fit(X_train, pseudo, progress=lambda done, total: rows.update(done - rows.n))
     emb_train = model.transform(X_train)
     info["deepcluster"] = {
         "hidden_size": int(mlp["hidden_size"]),

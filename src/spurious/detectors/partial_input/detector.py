@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 from spurious.analysis import AnalysisOutput, Requirements, VerdictScale, register_analysis
 from spurious.context import RunContext
 from spurious.data.dataset import Dataset
+from spurious.data.folds import check_fold_groups
 from spurious.detectors.base import Detector
 from spurious.detectors.partial_input.crossfit import (
     _CrossFitInputs,
@@ -45,6 +46,8 @@ from spurious.execution import Executor, make_executor
 from spurious.features import LexicalFeaturizer, make_featurizer
 from spurious.models.sklearn_adapter import make_probe
 from spurious.results import Headline
+from spurious.utils.limits import MAX_RESAMPLES
+from spurious.utils.progress import step_bar
 from spurious.utils.validation import Interval, StrOptions
 from spurious.views import View, get_view, standard_views
 
@@ -77,7 +80,7 @@ class PartialInput(Detector):
         :meth:`spurious.data.Dataset.group_keys`: the ``group`` column, else the NLI
         premise).
     n_resamples : int, default=1000
-        Bootstrap resamples for the intervals.
+        Bootstrap resamples for the intervals (10 to 100,000).
     confidence : float, default=0.95
     issue_threshold : float, default=0.9
         An example is flagged (``is_partial_input_issue``) when the probe of a leaking
@@ -191,7 +194,7 @@ class PartialInput(Detector):
         "conditions": [list, tuple, None],
         "n_folds": [Interval(Integral, 2, None, closed="left")],
         "group_by": [str, None],
-        "n_resamples": [Interval(Integral, 10, None, closed="left")],
+        "n_resamples": [Interval(Integral, 10, MAX_RESAMPLES, closed="both")],
         "confidence": [Interval(Real, 0, 1, closed="neither")],
         "issue_threshold": [Interval(Real, 0, 1, closed="both")],
         "n_top_examples": [Interval(Integral, 0, None, closed="left")],
@@ -305,6 +308,25 @@ class PartialInput(Detector):
             )
         if context.eval is None:
             context.train.group_keys(self.group_by)
+            if self.model == "probe":
+                self._check_folds(context.train)
+                check_fold_groups(context.train, self.n_folds, self.group_by)
+
+    def _check_folds(self, dataset: Dataset) -> None:
+        """Cross-fitting puts every label in every fold: each needs ``n_folds`` examples."""
+        counts = np.bincount(dataset.labels, minlength=dataset.n_classes)
+        smallest = int(counts[counts > 0].min()) if counts.any() else 0
+        if smallest < self.n_folds:
+            fix = (
+                f"lower n_folds (--folds) to at most {smallest}"
+                if smallest >= 2
+                else "drop the label with a single example"
+            )
+            raise AnalysisError(
+                f"Cross-fitting with n_folds={self.n_folds} (--folds) needs at least "
+                f"{self.n_folds} examples of every label of {dataset.name!r}; the rarest has "
+                f"{smallest}. Pass an evaluation split (--eval) or {fix}."
+            )
 
     def _views(self, dataset: Dataset) -> list[View]:
         full = standard_views(dataset.task)["full"]
@@ -383,7 +405,7 @@ class PartialInput(Detector):
         executor = make_executor(self.executor)
         owns_executor = isinstance(self.executor, str)
         probas = {v.name: np.zeros((len(dataset), dataset.n_classes)) for v in views}
-        bar = tqdm(total=len(tasks), desc="partial_input: fold x condition", disable=not progress)
+        bar = step_bar("partial_input: fold x condition", len(tasks), enabled=progress, unit="fit")
         try:
             shared = executor.put(inputs)
             # One task at a time locally (the bar moves per fit); remotely, whole folds
@@ -394,6 +416,7 @@ class PartialInput(Detector):
             start, done_in_fold = time.perf_counter(), {k: 0 for k in range(self.n_folds)}
             for i in range(0, len(tasks), step):
                 batch = tasks[i : i + step]
+                bar.set_postfix_str(f"fold {batch[0][1] + 1}/{self.n_folds}")  # running now
                 for (view, k), proba in zip(
                     batch, executor.map(_fit_fold, batch, shared=shared), strict=True
                 ):
@@ -406,7 +429,6 @@ class PartialInput(Detector):
                             self.n_folds,
                             time.perf_counter() - start,
                         )
-                bar.set_postfix_str(f"fold {batch[-1][1] + 1}/{self.n_folds}")
                 bar.update(len(batch))
         finally:
             bar.close()
@@ -432,14 +454,6 @@ class PartialInput(Detector):
         dataset, eval_dataset = ctx.train, ctx.eval
         views = self._views(dataset)
         counts = np.bincount(dataset.labels, minlength=dataset.n_classes)
-        if eval_dataset is None:
-            smallest = int(counts[counts > 0].min())
-            if smallest < self.n_folds:
-                raise AnalysisError(
-                    f"Cross-fitting with n_folds={self.n_folds} needs at least {self.n_folds} "
-                    f"examples of every label; the rarest has {smallest}. Pass an evaluation "
-                    "split or lower n_folds."
-                )
         evaluate = eval_dataset if eval_dataset is not None else dataset
         y = evaluate.labels
         names = np.asarray(dataset.label_names, dtype=object)

@@ -41,6 +41,7 @@ from spurious.analysis import AnalysisOutput, Requirements, VerdictScale, regist
 from spurious.context import RunContext
 from spurious.data.tasks import Task
 from spurious.detectors.base import Detector
+from spurious.detectors.peco.clusters import too_few_points
 from spurious.detectors.peco.details import (  # the constants: importable here as before
     CONFIDENCE_BINS,  # noqa: F401
     EXAMPLES_PER_REGION,  # noqa: F401
@@ -65,7 +66,7 @@ from spurious.detectors.peco.score import (
     seed_bootstrap_interval,
     sweep,
 )
-from spurious.exceptions import ParameterError
+from spurious.exceptions import AnalysisError, ParameterError
 from spurious.results import Headline
 from spurious.utils.progress import Phases
 from spurious.utils.validation import Interval, StrOptions
@@ -343,7 +344,8 @@ class Peco(Detector):
                 "scores the evaluation split: pass an evaluation split (--eval), or give a "
                 "model trained elsewhere as features='finetuned:<dir>'."
             )
-        n = len(self.scored_dataset(context))
+        scored = self.scored_dataset(context)
+        n = len(scored)
         k = self._k(n)
         if n < 2 * k:
             raise ParameterError(
@@ -351,6 +353,8 @@ class Peco(Detector):
                 f"(two per cluster); the scored split has {n}. Use n_clusters='auto' or a "
                 "smaller k."
             )
+        if (distinct := len(scored.frame[list(view.fields)].drop_duplicates())) < k:
+            raise ParameterError(too_few_points(k, f"{distinct} distinct {view.name} text(s)"))
 
     def _view(self, task: Task) -> str:
         view = default_elicited_view(task) if self.view == "auto" else self.view
@@ -369,31 +373,25 @@ class Peco(Detector):
         return ctx.features(self.features, view, split=split)
 
     def _uncertainty(
-        self, clusterings: list[np.ndarray], y: np.ndarray, k: int, n_classes: int, seed: int
-    ) -> tuple[NullDistribution, dict[str, np.ndarray] | None]:
-        """The shuffled-label null and the bootstrap over examples of every clustering."""
+        self, clusterings: list[np.ndarray], y: np.ndarray, k: int, n_classes: int, seed: int,
+        phases: Phases,
+    ) -> tuple[NullDistribution, dict[str, np.ndarray] | None]:  # fmt: skip
+        """The shuffled-label null and the bootstrap over examples of every clustering
+        (each a step of ``phases``, counted in replicates)."""
+        phases.start("shuffled-label null")
         null = permutation_scores(
-            clusterings,
-            y,
-            k,
-            n_classes,
-            n_permutations=self.n_permutations,
-            random_state=seed,
+            clusterings, y, k, n_classes, n_permutations=self.n_permutations,
+            random_state=seed, integral=self.integral,
+            progress=lambda done, total: phases.advance(done, total, "perm"),
+        )  # fmt: skip
+        if not self.n_bootstrap:
+            return null, None
+        phases.start("bootstrap")
+        boot = bootstrap_scores(
+            clusterings, y, k, n_classes, n_bootstrap=self.n_bootstrap, random_state=seed,
             integral=self.integral,
-        )
-        boot = (
-            bootstrap_scores(
-                clusterings,
-                y,
-                k,
-                n_classes,
-                n_bootstrap=self.n_bootstrap,
-                random_state=seed,
-                integral=self.integral,
-            )
-            if self.n_bootstrap
-            else None
-        )
+            progress=lambda done, total: phases.advance(done, total, "resample"),
+        )  # fmt: skip
         return null, boot
 
     def _run(self, ctx: RunContext) -> AnalysisOutput:
@@ -415,85 +413,94 @@ class Peco(Detector):
 
         seeds = [seed + i for i in range(self.n_seeds)]
         steps = [f"k-means, seed {i + 1}/{len(seeds)}" for i in range(len(seeds))]
-        steps += ["shuffled-label null and bootstrap", "biased regions"]
+        steps += ["shuffled-label null", *(["bootstrap"] if self.n_bootstrap else [])]
+        steps += ["biased regions"]
+        # t-SNE of a few thousand points is one call of tens of seconds: its own step
+        proj = f"{self.projection} map of {min(n, self.projection_sample):,} points"
+        steps += [proj] if self.projection != "none" else []
         steps += ["App. C sweep"] if self.run_sweep else []
-        phases = Phases("peco", steps, enabled=ctx.progress)  # closed before the return
-        Z = reduce_dimensions(X_sorted, self.n_components, seed)
-        fits = []
-        for step, s in zip(steps, seeds, strict=False):
-            phases.start(step)
-            fits.append(fit_peco(Z, y, k, n_classes, integral=self.integral, random_state=s))
-        main = fits[0]
-        clusterings = [f.clusters for f in fits]
-        phases.start("shuffled-label null and bootstrap")
-        null, boot = self._uncertainty(clusterings, y, k, n_classes, seed)
-        metrics = _divergence_metrics(fits, null, boot, self.confidence)
-        phases.start("biased regions")
+        with Phases("peco", steps, enabled=ctx.progress) as phases:  # closed on errors too
+            Z = reduce_dimensions(X_sorted, self.n_components, seed)
+            fits = []
+            for step, s in zip(steps, seeds, strict=False):
+                phases.start(step)
+                fits.append(fit_peco(Z, y, k, n_classes, integral=self.integral, random_state=s))
+            main = fits[0]
+            used = min(int((f.counts.sum(axis=1) > 0).sum()) for f in fits)
+            if used < k:  # distinct texts whose embeddings coincide (bag of words of a reordering)
+                raise AnalysisError(too_few_points(k, f"embeddings with {used} distinct point(s)"))
+            clusterings = [f.clusters for f in fits]
+            null, boot = self._uncertainty(clusterings, y, k, n_classes, seed, phases)
+            metrics = _divergence_metrics(fits, null, boot, self.confidence)
+            phases.start("biased regions")
 
-        regions = biased_regions(
-            main,
-            y,
-            k,
-            n_classes,
-            seed,
-            rule=self.region_rule,
-            region_threshold=self.region_threshold,
-            alpha=self.region_alpha,
-            n_permutations=self.n_permutations,
-        )
-        biased_clusters = regions.pop("biased")
-        majority = main.counts.argmax(axis=1)
-        clusters = main.clusters[inverse]  # back to the dataset's row order
-        names = np.asarray(scored.label_names, dtype=object)
-        in_region = biased_clusters[clusters]
-        scores = example_scores(scored, main, clusters, in_region)
-        cluster_p = regions.pop("cluster_p_values")
-        metrics.update(
-            {
-                "n_clusters": float(k),
-                "n_components": float(-1 if self.n_components is None else Z.shape[1]),
-                "n_scored": float(n),
-                "n_biased_clusters": float(biased_clusters.sum()),
-                "share_in_biased_regions": float(in_region.mean()),
-                **regions,
-            }
-        )
-
-        details: dict[str, Any] = {
-            "view": view,
-            "scored_split": split,
-            "label_names": list(scored.label_names),
-            "headline_divergence": self.divergence,
-            "integral": self.integral,
-            "region_rule": self.region_rule,
-            "clusters": cluster_table(main, names, biased_clusters, cluster_p),
-            "null_sorted_divergences": {d: v.tolist() for d, v in null.mean_sorted.items()},
-            "seed_scores": {d: [f.scores[d] for f in fits] for d in DIVERGENCES},
-            "seeds": seeds,
-            "regions": region_examples(scored, clusters, biased_clusters, majority, names, seed),
-        }
-        cartography = cartography_comparison(ctx, scored, in_region)
-        if cartography is not None:
-            details["cartography"] = cartography.pop("details")
-            metrics.update(cartography)
-        if self.projection != "none":
-            details["projection"] = projection(
-                Z, y, main.clusters, biased_clusters, self.projection, self.projection_sample, seed
-            )
-        if self.run_sweep:
-            phases.start("App. C sweep")
-            table = sweep(
-                X_sorted,
+            regions = biased_regions(
+                main,
                 y,
+                k,
                 n_classes,
-                integral=self.integral,
-                random_state=seed,
-                n_seeds=self.n_seeds,
-                n_permutations=20,
+                seed,
+                rule=self.region_rule,
+                region_threshold=self.region_threshold,
+                alpha=self.region_alpha,
+                n_permutations=self.n_permutations,
             )
-            details["sweep"] = table.to_dict(orient="records")
+            biased_clusters = regions.pop("biased")
+            majority = main.counts.argmax(axis=1)
+            clusters = main.clusters[inverse]  # back to the dataset's row order
+            names = np.asarray(scored.label_names, dtype=object)
+            in_region = biased_clusters[clusters]
+            scores = example_scores(scored, main, clusters, in_region)
+            cluster_p = regions.pop("cluster_p_values")
+            metrics.update(
+                {
+                    "n_clusters": float(k),
+                    "n_components": float(-1 if self.n_components is None else Z.shape[1]),
+                    "n_scored": float(n),
+                    "n_biased_clusters": float(biased_clusters.sum()),
+                    "share_in_biased_regions": float(in_region.mean()),
+                    **regions,
+                }
+            )
 
-        phases.close()
+            details: dict[str, Any] = {
+                "view": view,
+                "scored_split": split,
+                "label_names": list(scored.label_names),
+                "headline_divergence": self.divergence,
+                "integral": self.integral,
+                "region_rule": self.region_rule,
+                "clusters": cluster_table(main, names, biased_clusters, cluster_p),
+                "null_sorted_divergences": {d: v.tolist() for d, v in null.mean_sorted.items()},
+                "seed_scores": {d: [f.scores[d] for f in fits] for d in DIVERGENCES},
+                "seeds": seeds,
+                "regions": region_examples(
+                    scored, clusters, biased_clusters, majority, names, seed
+                ),
+            }
+            cartography = cartography_comparison(ctx, scored, in_region)
+            if cartography is not None:
+                details["cartography"] = cartography.pop("details")
+                metrics.update(cartography)
+            if self.projection != "none":
+                phases.start(proj)
+                details["projection"] = projection(
+                    Z, y, main.clusters, biased_clusters, self.projection,
+                    self.projection_sample, seed,
+                )  # fmt: skip
+            if self.run_sweep:
+                phases.start("App. C sweep")
+                table = sweep(
+                    X_sorted,
+                    y,
+                    n_classes,
+                    integral=self.integral,
+                    random_state=seed,
+                    n_seeds=self.n_seeds,
+                    n_permutations=20,
+                    progress=lambda done, total: phases.advance(done, total, "cell"),
+                )
+                details["sweep"] = table.to_dict(orient="records")
         summary = self._summary(metrics, k, n, view, biased_clusters, in_region)
         return AnalysisOutput(scores=scores, metrics=metrics, summary=summary, details=details)
 

@@ -86,3 +86,22 @@ def auto_n_clusters(n: int) -> int:
     (49, 10, 100)
     """
     return int(np.clip(round(n / EXAMPLES_PER_CLUSTER), 10, 100))
+
+
+def too_few_points(k: int, what: str) -> str:
+    """The message for a k above the distinct points of the scored split (``what``).
+
+    k-means cannot make more clusters than distinct points: repeated sentences would
+    leave clusters empty and PECO's per-cluster tables misaligned.
+
+    Examples
+    --------
+    >>> too_few_points(50, "1 distinct hypothesis_only text(s)")[:44]
+    "The 'n_clusters' parameter of Peco (50) exce"
+    """
+    return (
+        f"The 'n_clusters' parameter of Peco ({k}) exceeds what the scored split can form: "
+        f"its elicited sentences have {what} (repeated sentences), and k-means cannot make "
+        "more clusters than distinct points. Use a smaller n_clusters, or data whose "
+        "elicited sentences vary."
+    )

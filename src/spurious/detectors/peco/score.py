@@ -15,6 +15,7 @@ they were when this module held them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -178,6 +179,7 @@ def permutation_scores(
     n_permutations: int,
     random_state: int = 0,
     integral: str = "eq12",
+    progress: Callable[[int, int], None] | None = None,
 ) -> NullDistribution:
     """PECO with the labels shuffled over the examples, clusters kept: the null baseline.
 
@@ -186,6 +188,7 @@ def permutation_scores(
     small clusters score by chance alone. Each permutation is scored under every
     clustering (k-means seed), so each seed has its own null (``per_clustering``) and the
     mean over seeds has one too (``scores``).
+    ``progress``, if given, is called with ``(done, n_permutations)`` after each permutation.
 
     Examples
     --------
@@ -200,12 +203,14 @@ def permutation_scores(
     labels = np.asarray(labels)
     rows: dict[str, list[np.ndarray]] = {d: [] for d in DIVERGENCES}
     sorted_sum: dict[str, np.ndarray] = {}
-    for _ in range(n_permutations):
+    for i in range(n_permutations):
         one = _scores_per_clustering(
             clusterings, rng.permutation(labels), None, n_clusters, n_classes, integral, sorted_sum
         )
         for d in DIVERGENCES:
             rows[d].append(one[d])
+        if progress is not None:
+            progress(i + 1, n_permutations)
     n_sum = max(n_permutations * len(clusterings), 1)
     shape = (0, len(clusterings))
     return NullDistribution(
@@ -268,6 +273,7 @@ def bootstrap_scores(
     n_bootstrap: int,
     random_state: int = 0,
     integral: str = "eq12",
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, np.ndarray]:
     """PECO under every clustering on bootstrap resamples of the examples.
 
@@ -275,7 +281,8 @@ def bootstrap_scores(
     the label sampling noise of the cluster distributions. Every replicate uses the same
     resample for every clustering. Resampling makes the cluster label shares noisier,
     which shifts the divergences up; :func:`seed_bootstrap_interval` keeps the spread and drops
-    that shift.
+    that shift. ``progress``, if given, is called with ``(done, n_bootstrap)`` after each
+    replicate.
 
     Returns
     -------
@@ -293,11 +300,13 @@ def bootstrap_scores(
     labels = np.asarray(labels)
     n = len(labels)
     out: dict[str, list[np.ndarray]] = {d: [] for d in DIVERGENCES}
-    for _ in range(n_bootstrap):
+    for i in range(n_bootstrap):
         idx = rng.integers(0, n, size=n)
         one = _scores_per_clustering(clusterings, labels[idx], idx, n_clusters, n_classes, integral)
         for d in DIVERGENCES:
             out[d].append(one[d])
+        if progress is not None:
+            progress(i + 1, n_bootstrap)
     return {d: np.asarray(v).reshape(-1, len(clusterings)) for d, v in out.items()}
 
 

@@ -13,8 +13,8 @@ this package measures
 and :mod:`.analysis` registers it all as the ``fairness`` analysis: :mod:`.steps` turns
 each part of a run into metrics and detail rows, :mod:`.verdict` puts them into words,
 :mod:`.families` infers model families for the same-family rank change. On extractive QA
-the study runs on answer-sentence selection: :mod:`.qa_features` builds the candidate
-sentences and the QA adversaries' features, :mod:`.qa` filters with them.
+the study runs on answer-sentence selection: :mod:`spurious.features.qa_sentences` builds
+the candidate sentences and the QA adversaries' features, :mod:`.qa` filters with them.
 """
 
 from spurious.evaluate.fairness.adversaries import (

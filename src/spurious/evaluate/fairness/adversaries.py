@@ -22,13 +22,22 @@ import numpy as np
 
 from spurious.detectors.aflite.algorithm import STAGES
 from spurious.exceptions import ParameterError
+from spurious.utils.validation import check_params
 
 if TYPE_CHECKING:  # pragma: no cover
     from spurious.context import RunContext
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PAPER_TABLE3", "STAGES", "AdversaryRun", "adversary_names", "run_adversaries"]
+__all__ = [
+    "PAPER_TABLE3",
+    "STAGES",
+    "AdversaryRun",
+    "adversary_names",
+    "check_adversaries",
+    "check_aflite_params",
+    "run_adversaries",
+]
 
 #: SNLI's training set size, which paper 004 Table 3's absolute t and k refer to.
 SNLI_TRAIN_SIZE = 550_152
@@ -124,6 +133,78 @@ def adversary_names(adversaries: Sequence[Any] | Mapping[str, Any]) -> dict[str,
     return out
 
 
+#: AFLite parameters that fairness sets itself, per adversary and seed.
+RESERVED_AFLITE_PARAMS = ("mode", "features", "random_state", "view")
+
+
+def check_aflite_params(
+    aflite_params: Mapping[str, Any] | None, reserved: Sequence[str] = RESERVED_AFLITE_PARAMS
+) -> dict[str, Any]:
+    """``aflite_params`` with PAPER_TABLE3 for ``None``; every key a settable AFLite parameter.
+
+    Examples
+    --------
+    >>> check_aflite_params({"n_partitions": 8})
+    {'n_partitions': 8}
+    >>> check_aflite_params({"n_partitons": 8})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.ParameterError: The 'aflite_params' parameter names unknown AFLite parameter(s) ['n_partitons']; settable: [...].
+    """
+    from spurious.detectors.aflite import AFLite
+
+    params = dict(PAPER_TABLE3 if aflite_params is None else aflite_params)
+    for key in reserved:
+        if key in params:
+            raise ParameterError(
+                f"The 'aflite_params' parameter may not set {key!r}; it is set per "
+                "adversary and seed (use 'adversaries', 'seeds', 'view')."
+            )
+    settable = sorted(set(AFLite().get_params(deep=False)) - set(reserved))
+    unknown = sorted(set(params) - set(settable))
+    if unknown:
+        raise ParameterError(
+            f"The 'aflite_params' parameter names unknown AFLite parameter(s) {unknown}; "
+            f"settable: {settable}."
+        )
+    try:
+        check_params({k: AFLite._parameter_constraints[k] for k in params}, params, "AFLite")
+    except ParameterError as e:
+        raise ParameterError(f"The 'aflite_params' parameter: {e}") from None
+    return params
+
+
+def check_adversaries(
+    ctx: RunContext,
+    adversaries: Sequence[Any] | Mapping[str, Any],
+    seeds: Sequence[int],
+    *,
+    aflite_params: Mapping[str, Any] | None = None,
+    view: str = "full",
+) -> None:
+    """What :func:`run_adversaries` would refuse, before any work: every adversary's AFLite
+    (its representation, the parameters, their fit to the data) is built and checked."""
+    params = {"n_shuffles": 0, **check_aflite_params(aflite_params)}
+    for name, specs in adversary_names(adversaries).items():
+        for spec in specs if isinstance(specs, list) else [specs]:
+            aflite = _aflite(spec, view, int(seeds[0]), params)
+            try:
+                aflite.validate_params()
+            except ParameterError as e:
+                raise ParameterError(
+                    f"The 'adversaries' parameter (--adversary) names {name!r} = {spec!r}, "
+                    f"which AFLite cannot use: {e}"
+                ) from None
+            aflite.check(ctx)
+
+
+def _aflite(spec: Any, view: str, seed: int, params: Mapping[str, Any]) -> Any:
+    """AFLite in evaluation-set mode for one representation and seed."""
+    from spurious.detectors.aflite import AFLite
+
+    return AFLite(mode="eval", features=spec, view=view, random_state=seed, **params)
+
+
 def run_adversaries(
     ctx: RunContext,
     adversaries: Sequence[Any] | Mapping[str, Any],
@@ -164,35 +245,34 @@ def run_adversaries(
     >>> runs[0].stages.shape == (len(ev),)
     True
     """
-    params = dict(PAPER_TABLE3 if aflite_params is None else aflite_params)
-    for reserved in ("mode", "features", "random_state", "view"):
-        if reserved in params:
-            raise ParameterError(
-                f"The 'aflite_params' parameter may not set {reserved!r}; it is set per "
-                "adversary and seed (use 'adversaries', 'seeds', 'view')."
-            )
+    from spurious.utils.progress import step_bar
+
+    params = check_aflite_params(aflite_params)
     names = adversary_names(adversaries)
     code = {s: i for i, s in enumerate(STAGES)}
     ids = ctx.split("eval").ids
     runs: list[AdversaryRun] = []
-    for name, specs in names.items():
-        for rep, spec in enumerate(specs if isinstance(specs, list) else [specs]):
-            runs.extend(_runs_of(ctx, name, spec, rep, seeds, params, view, ids, code))
+    n_specs = sum(len(v) if isinstance(v, list) else 1 for v in names.values())
+    # One step per AFLite run; each run shows its own rounds below this line.
+    with step_bar("fairness: adversary runs", n_specs * len(seeds), enabled=ctx.progress,
+                  unit="run") as bar:  # fmt: skip
+        for name, specs in names.items():
+            for rep, spec in enumerate(specs if isinstance(specs, list) else [specs]):
+                runs.extend(_runs_of(ctx, name, spec, rep, seeds, params, view, ids, code, bar))
     return runs
 
 
-def _runs_of(ctx, name, spec, rep, seeds, params, view, ids, code) -> list[AdversaryRun]:
-    """AFLite runs of one representation of one adversary, one per AFLite seed."""
-    from spurious.detectors.aflite import AFLite
+def _runs_of(ctx, name, spec, rep, seeds, params, view, ids, code, bar) -> list[AdversaryRun]:
+    """AFLite runs of one representation of one adversary, one per AFLite seed (``bar``
+    advances by one per run)."""
 
     runs: list[AdversaryRun] = []
     for seed in seeds:
+        bar.set_postfix_str(f"{name} seed {seed}")
         start = time.perf_counter()
         # Only AFLite's filtering is used here, so its shuffled-label verdict is skipped.
         params = {"n_shuffles": 0, **params}
-        res = AFLite(mode="eval", features=spec, view=view, random_state=int(seed), **params).run(
-            context=ctx
-        )
+        res = _aflite(spec, view, int(seed), params).run(context=ctx)
         seconds = time.perf_counter() - start
         scores = res.scores.set_index("id").reindex(ids)
         stages = scores["stage"].map(code).to_numpy()
@@ -219,6 +299,7 @@ def _runs_of(ctx, name, spec, rep, seeds, params, view, ids, code) -> list[Adver
             len(ids),
             seconds,
         )
+        bar.update(1)
     return runs
 
 

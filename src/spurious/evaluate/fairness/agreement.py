@@ -17,10 +17,17 @@ from typing import Any
 
 import numpy as np
 
-from spurious.data.annotations import read_annotations
+from spurious.data.annotations import label_counts, read_annotations
 from spurious.exceptions import DataFormatError, ParameterError
 
-__all__ = ["agreement_by_stage", "gold_agreement", "label_entropy", "read_label_counts"]
+__all__ = [
+    "agreement_by_stage",
+    "counts_from_lists",
+    "coverage",
+    "gold_agreement",
+    "label_entropy",
+    "read_label_counts",
+]
 
 
 def gold_agreement(
@@ -66,26 +73,82 @@ def label_entropy(label_counts: Sequence[Mapping[str, float] | None]) -> np.ndar
     return out
 
 
-def counts_from_lists(labels: Sequence[Any]) -> list[dict[str, float] | None]:
+def counts_from_lists(
+    labels: Sequence[Any],
+    label_names: Sequence[str] | None = None,
+    *,
+    ids: Sequence[Any] | np.ndarray | None = None,
+    name: str = "dataset",
+) -> list[dict[str, float] | None]:
     """Annotator label lists (``Dataset.frame["annotator_labels"]``) -> label counts.
+
+    Parameters
+    ----------
+    labels : sequence of lists (or None: not annotated)
+    label_names : sequence of str, optional
+        The dataset's label names: every annotator label must be one of them (or a
+        name's unique first letter), else an error names the example and the label. A
+        label outside them would silently count as disagreeing with the gold.
+    ids : sequence, optional
+        The examples' ids, for messages (default: row numbers from 1).
+    name : str
+        The dataset's name, for messages.
+
+    Raises
+    ------
+    DataFormatError
+        A label that is not a label name, or a string where a list belongs (see
+        :func:`spurious.data.annotations.label_counts`; never split into letters).
 
     Examples
     --------
     >>> counts_from_lists([["a", "a", "b"], None])
     [{'a': 2.0, 'b': 1.0}, None]
+    >>> counts_from_lists([["a", "banana"]], ["a", "b"], ids=["x7"])
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.DataFormatError: dataset, id 'x7': label 'banana' is not one of ['a', 'b'] ...
     """
     out: list[dict[str, float] | None] = []
-    for v in labels:
-        if v is None or (isinstance(v, float) and math.isnan(v)) or len(v) == 0:
-            out.append(None)
+    for k, v in enumerate(labels):
+        where = f"{name}, " + (f"row {k + 1}" if ids is None else f"id {str(ids[k])!r}")
+        if label_names is not None:
+            out.append(label_counts(v, label_names, where))
             continue
+        missing = v is None or (isinstance(v, float) and math.isnan(v))
+        if not missing and not isinstance(v, list | tuple | np.ndarray):
+            label_counts(v, (), where)  # the error for a string (or number) where a list belongs
         c: dict[str, float] = {}
-        for lab in v:
+        for lab in [] if missing else v:
             if lab is None or str(lab) in ("", "-"):
                 continue
             c[str(lab)] = c.get(str(lab), 0.0) + 1.0
         out.append(c or None)
     return out
+
+
+def coverage(
+    counts: Sequence[Mapping[str, float] | None], name: str
+) -> tuple[dict[str, Any], str | None]:
+    """How many examples carry annotations: a record for the result, and a warning when
+    only some do (agreement is then a mean over those only).
+
+    Examples
+    --------
+    >>> coverage([{"a": 5.0}, None, None, None], "dev")
+    ({'n_annotated': 1, 'n_examples': 4, 'share': 0.25}, 'fairness: only 1 of the 4 examples of dev carry annotator labels (25.0%); annotator agreement and label entropy by stage are means over those 1 only.')
+    >>> coverage([{"a": 5.0}], "dev")[1] is None
+    True
+    """
+    n, k = len(counts), sum(1 for c in counts if c)
+    record = {"n_annotated": k, "n_examples": n, "share": k / n if n else math.nan}
+    if 0 < k < n:
+        return record, (
+            f"fairness: only {k:,} of the {n:,} examples of {name} carry annotator labels "
+            f"({k / n:.1%}); annotator agreement and label entropy by stage are means over "
+            f"those {k:,} only."
+        )
+    return record, None
 
 
 def read_label_counts(path: str | Path, label_names: Sequence[str]) -> dict[str, dict[str, float]]:

@@ -45,11 +45,18 @@ from spurious.evaluate.fairness.adversaries import (
     PAPER_TABLE3,
     AdversaryRun,
     adversary_names,
+    check_aflite_params,
     run_adversaries,
     stage_arrays,
 )
-from spurious.evaluate.fairness.agreement import counts_from_lists, gold_agreement, label_entropy
-from spurious.evaluate.fairness.families import resolve_families
+from spurious.evaluate.fairness.agreement import (
+    counts_from_lists,
+    coverage,
+    gold_agreement,
+    label_entropy,
+)
+from spurious.evaluate.fairness.checks import check_study
+from spurious.evaluate.fairness.families import check_declared, resolve_families
 from spurious.evaluate.fairness.matrix import Matrix, accuracy_matrix, correctness
 from spurious.evaluate.fairness.mcq import (
     MC_ADVERSARIES,
@@ -57,6 +64,7 @@ from spurious.evaluate.fairness.mcq import (
     mc_chance,
     run_mc_adversaries,
 )
+from spurious.evaluate.fairness.names import METRIC_DOCS, SCORE_COLUMNS, SCORE_NAMES
 from spurious.evaluate.fairness.qa import (
     QA_ADVERSARIES,
     answer_agreement,
@@ -72,10 +80,11 @@ from spurious.evaluate.fairness.steps import (
     ranking_entries,
     stage_breakdown,
 )
-from spurious.evaluate.fairness.verdict import hardest_adversary, verdict_text
+from spurious.evaluate.fairness.verdict import hardest_adversary, score_key, verdict_text
 from spurious.exceptions import AnalysisError, ParameterError
 from spurious.results import Headline
 from spurious.stats.metrics import qa_scores
+from spurious.utils.metric_keys import metric_key
 from spurious.utils.validation import Interval
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -149,41 +158,8 @@ class Fairness(Analysis):
     requires: ClassVar[Requirements] = Requirements(
         eval_split=True, predictions=True, tasks=("nli", "pair", "text", "qa", "mcq")
     )
-    metric_docs: ClassVar[dict[str, str]] = {
-        "n_eval / n_models / n_adversaries / n_seeds": "Sizes of the study.",
-        "chance": "1 / number of classes (multiple choice: the mean of 1/k over the items).",
-        "<stage>_fraction_<adv>": "Share of the evaluation set in the stage (first_round, "
-        "later, selected), mean over seeds; + _sd over seeds.",
-        "acc_<model>_<adv>": "Accuracy on the adversary's AF-selected set (adv 'none' = "
-        "full set), mean over seeds; + _ci_low/_ci_high (bootstrap) and _seed_sd.",
-        "mean_acc_<adv>": "Mean accuracy of the models on the adversary's AF-selected set.",
-        "rank_<model>_<adv>": "Rank of the model (1 = best) by accuracy.",
-        "kendall_tau_<adv> / spearman_<adv>": "Rank correlation with the unfiltered "
-        "ranking, [-1, 1]; + _ci_low/_ci_high (bootstrap over examples).",
-        "min_kendall_tau": "The lowest Kendall tau over adversaries; + _ci_low/_ci_high and "
-        "_null_p (against random subsets, Bonferroni over adversaries).",
-        "kendall_tau_<adv>_null_p / _null_median": "p-value of the tau against random "
-        "subsets of the AF-selected size (one-sided: lower tau) and the null's median tau.",
-        "family_rank_change_<model>_<adv>": "Rank under a same-family adversary minus "
-        "unfiltered rank (positive = fell).",
-        "agreement_<stage>_<adv>": "Mean share of annotator labels equal to gold among the "
-        "stage's examples; + _ci_low/_ci_high.",
-        "entropy_<stage>_<adv>": "Mean entropy (bits) of the annotator label distribution.",
-        "agreement_all / entropy_all": "The same over every annotated example.",
-        "em_<model>_<adv>": "QA only: exact match on the AF-selected set (acc_ is SQuAD F1).",
-    }
-    score_columns: ClassVar[dict[str, str]] = {
-        "id": "Evaluation example id.",
-        "label": "Gold label.",
-        "stage_<adv>": "Most frequent stage over seeds: filtered_first_round, "
-        "filtered_later_round or af_selected.",
-        "selected_share_<adv>": "Share of the adversary's seeds that AF-select it, [0, 1].",
-        "models_correct": "Share of the evaluated models that predict it correctly, [0, 1].",
-        "annotator_agreement": "Share of annotator labels equal to gold (NaN: none).",
-        "fairness_score": "Share of adversary runs (adversaries x seeds) that AF-select the "
-        "example, [0, 1]; higher = more often in an adversarial set.",
-        "is_fairness_issue": "AF-selected by at least half of the adversary runs.",
-    }
+    metric_docs: ClassVar[dict[str, str]] = METRIC_DOCS
+    score_columns: ClassVar[dict[str, str]] = SCORE_COLUMNS
     #: Headline effect: 1 - the lowest Kendall tau against the unfiltered ranking.
     verdict_scale: ClassVar[VerdictScale] = VerdictScale(
         0.15,
@@ -266,6 +242,7 @@ class Fairness(Analysis):
             )
         if self.adversaries is not None:
             adversary_names(self.adversaries)
+        check_aflite_params(self.aflite_params)  # unknown or reserved keys, before any data
         if self.families is not None and not all(
             isinstance(k, str) and isinstance(v, str) for k, v in self.families.items()
         ):
@@ -309,7 +286,14 @@ class Fairness(Analysis):
 
     def check(self, context: RunContext) -> None:
         """Predictions must be class labels of the evaluation split (answer texts for QA);
-        QA runs take QA adversaries only."""
+        QA runs take QA adversaries only; declared families name adversaries or models."""
+        qa, mc = _is_qa(context), _is_mc(context)
+        names = self._adversary_specs(qa, mc=mc and not qa)
+        check_study(context, names, self.seeds, aflite_params=self.aflite_params,
+                    view=self.view, qa=qa, mc=mc and not qa)  # fmt: skip
+        check_declared(self.families, list(names), [p.name for p in context.predictions])
+        if not qa:  # annotator labels outside the label names fail here, before any work
+            self._annotation_counts(context)
         if _is_qa(context):
             bad = {a: s for a, s in self._adversary_specs(True).items() if s not in QA_ADVERSARIES}
             if bad:
@@ -350,17 +334,18 @@ class Fairness(Analysis):
         col = ds.frame.get("annotator_labels")
         if col is None or not col.notna().any():
             return None
-        return counts_from_lists(col.tolist())
+        # Labels outside the label names are refused (naming the id), not counted as
+        # disagreeing with the gold.
+        return counts_from_lists(col.tolist(), ds.label_names, ids=ds.ids, name=ds.name)
 
     def _run(self, ctx: RunContext) -> AnalysisOutput:
         qa, mc = _is_qa(ctx), _is_mc(ctx)
         ds = ctx.target if qa or mc else ctx.split("eval")
         names = self._adversary_specs(qa, warn=True, mc=mc)
-        models = [p.name for p in ctx.predictions]
-        if len(set(models)) != len(models):
-            raise AnalysisError(f"fairness needs distinct model names; got {models}.")
+        models = [p.name for p in ctx.predictions]  # distinct: checked by check()
         runs, qa_info = self._adversary_runs(ctx, ds, names, qa, mc)
         answers, correct, em, gold_col, chance = self._model_scores(ctx, ds, qa, mc)
+        score = "f1" if qa else "accuracy"
         stages = stage_arrays(runs)
         mat = self._matrix(correct, stages, models)
         metrics: dict[str, float] = {
@@ -372,7 +357,7 @@ class Fairness(Analysis):
         }
         part, breakdown = stage_breakdown(stages, runs, names)
         metrics.update(part)
-        part, table = matrix_entries(mat, models)
+        part, table = matrix_entries(mat, models, score)
         metrics.update(part)
         em_table = []
         if em is not None:
@@ -388,7 +373,7 @@ class Fairness(Analysis):
         )
         part, family_changes = family_entries(rank_table, list(names), families)
         metrics.update(part)
-        agree, entropy = self._agreement(ctx, qa, gold_col, answers)
+        agree, entropy, covered = self._agreement(ctx, qa, gold_col, answers)
         agreement_rows = []
         if agree is not None:
             part, agreement_rows = agreement_entries(
@@ -416,11 +401,13 @@ class Fairness(Analysis):
             "family_rank_change": family_changes,
             "families": families,
             "families_inferred": inferred,
-            "score": "SQuAD F1" if qa else "accuracy",
+            "score": score,
+            "score_name": SCORE_NAMES[score],
             "matrix_em": em_table,
             "qa": qa_info if qa else {},
             "mcq": qa_info if mc else {},
             "agreement": agreement_rows,
+            "annotation_coverage": covered,
             "runs": [
                 {
                     "adversary": r.name,
@@ -474,6 +461,7 @@ class Fairness(Analysis):
             ds, names, self.seeds, aflite_params=self.aflite_params,
             train=ctx.train if ctx.eval is not None else None,
             split_seed=0 if self.random_state is None else int(self.random_state),
+            progress=ctx.progress,
         )  # fmt: skip
 
     def _matrix(
@@ -495,28 +483,36 @@ class Fairness(Analysis):
         qa: bool,
         gold: list[Any],
         answers: list[list[str]] | None,
-    ) -> tuple[np.ndarray | None, np.ndarray | None]:
+    ) -> tuple[np.ndarray | None, np.ndarray | None, dict[str, Any] | None]:
         """Per example: the annotators' agreement and label entropy (``None``: no
-        annotations). QA: the other answers' agreement with the first one."""
+        annotations), and how many examples are annotated (a run warning when only some
+        are). QA: the other answers' agreement with the first one."""
         if qa:
             agree = answer_agreement(answers)
             entropy = label_entropy(answer_counts(answers))
             entropy[np.isnan(agree)] = np.nan  # one answer: no distribution to speak of
-            return agree, entropy
+            return agree, entropy, None
         counts = self._annotation_counts(ctx)
         if counts is None:
-            return None, None
-        return gold_agreement(counts, gold), label_entropy(counts)
+            return None, None, None
+        covered, note = coverage(counts, ctx.target.name)
+        if note is not None:
+            logger.warning("%s", note)
+            ctx.warnings.append(note)
+        return gold_agreement(counts, gold), label_entropy(counts), covered
 
     def _summary(self, metrics: dict[str, float], details: dict[str, Any]) -> str:
         names = details["adversary_order"]
+        score = score_key(details)
         summary = (
             f"{len(details['models'])} models x {len(names)} adversaries x {len(self.seeds)} "
-            f"seeds: mean {details['score']} {metrics['mean_acc_none']:.3f} unfiltered"
+            f"seeds: mean {details['score_name']} {metrics[metric_key(f'mean_{score}', 'none')]:.3f}"
+            " unfiltered"
         )
-        weakest = hardest_adversary(metrics, list(names))
+        weakest = hardest_adversary(metrics, list(names), score)
         if weakest is not None:
-            summary += f", {metrics[f'mean_acc_{weakest}']:.3f} on {weakest}'s AF-selected set"
+            mean = metrics[metric_key(f"mean_{score}", weakest)]
+            summary += f", {mean:.3f} on {weakest}'s AF-selected set"
         if math.isfinite(metrics["min_kendall_tau"]):
             summary += f"; lowest Kendall tau vs unfiltered {metrics['min_kendall_tau']:+.2f}"
         return summary
@@ -530,14 +526,15 @@ class Fairness(Analysis):
         random subsets produce as often is not the adversary's doing.
         """
         m = result.metrics
+        d = result.details or {}
         tau = m.get("min_kendall_tau", math.nan)
-        hardest = hardest_adversary(m, list((result.details or {}).get("adversary_order") or []))
-        score = (result.details or {}).get("score") or "accuracy"
-        drop = (
-            f"; mean {score} {m['mean_acc_none']:.3f} -> {m[f'mean_acc_{hardest}']:.3f} ({hardest})"
-            if hardest
-            else ""
-        )
+        key = score_key(d)
+        hardest = hardest_adversary(m, list(d.get("adversary_order") or []), key)
+        score = d.get("score_name") or key
+        drop = ""
+        if hardest is not None:
+            full, hard = (m.get(metric_key(f"mean_{key}", a), math.nan) for a in ("none", hardest))
+            drop = f"; mean {score} {full:.3f} -> {hard:.3f} ({hardest})"
         if tau is None or not math.isfinite(tau):
             return self.verdict_scale.headline(
                 "fairness of AF sets", None, f"ranking undefined (fewer than 2 models){drop}",

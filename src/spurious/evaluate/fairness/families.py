@@ -33,9 +33,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from spurious.exceptions import ParameterError
+
 logger = logging.getLogger(__name__)
 
-__all__ = ["CHECKPOINTS", "adversary_family", "family_of_name", "model_family", "resolve_families"]
+__all__ = [
+    "CHECKPOINTS",
+    "adversary_family",
+    "check_declared",
+    "family_of_name",
+    "model_family",
+    "resolve_families",
+]
 
 _SIZE = r"(?P<size>xsmall|small|base|large|xlarge|xxlarge)"
 #: (regular expression over the normalised name, family template), tried in order; the
@@ -185,6 +194,31 @@ def model_family(name: str, source: str | os.PathLike[str] | None = None) -> str
     if fam is None and source is not None:
         fam = _finetune_family(Path(source).parent)
     return fam
+
+
+def check_declared(
+    declared: Mapping[str, str] | None, adversaries: Sequence[str], models: Sequence[str]
+) -> None:
+    """Every declared family names an adversary or an evaluated model of the run.
+
+    A family for a name the run does not have would be ignored (the same-family rank
+    change looks families up by adversary and model name), so it is an error.
+
+    Examples
+    --------
+    >>> check_declared({"bow": "lexical"}, ["bow"], ["electra-base"])
+    >>> check_declared({"electra-bse": "electra-base"}, ["bow"], ["electra-base"])
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.ParameterError: The 'families' parameter ... ['electra-bse'], neither ...
+    """
+    unknown = sorted(set(declared or {}) - set(adversaries) - set(models))
+    if unknown:
+        raise ParameterError(
+            f"The 'families' parameter of Fairness (--family) names {unknown}, neither an "
+            f"adversary ({list(adversaries)}) nor an evaluated model ({list(models)}, the "
+            "prediction files' stems) of this run; a family is looked up by those names only."
+        )
 
 
 def resolve_families(

@@ -42,6 +42,7 @@ from spurious.evaluate.fairness.adversaries import (
 )
 from spurious.exceptions import ParameterError
 from spurious.features.mcq import MC_VIEWS
+from spurious.utils.progress import step_bar
 
 if TYPE_CHECKING:  # pragma: no cover
     from spurious.context import RunContext
@@ -217,9 +218,13 @@ def run_mc_adversaries(
         "features": {},
     }
     runs: list[AdversaryRun] = []
+    n_specs = sum(len(v) if isinstance(v, list) else 1 for v in names.values())
+    bar = step_bar("fairness: option adversary runs", n_specs * len(seeds) * len(folds),
+                   enabled=ctx.progress, unit="run")  # fmt: skip
     for name, specs in names.items():
         for rep, spec in enumerate(specs if isinstance(specs, list) else [specs]):
             feats, v = mc_adversary(spec, view)
+            bar.set_postfix_str(f"{name}: features")
             t0 = time.perf_counter()
             X_tr, X_ev, d = _blocks(ctx, feats, v, cross_fit)
             build_s = time.perf_counter() - t0
@@ -229,20 +234,24 @@ def run_mc_adversaries(
             for seed in seeds:
                 start = time.perf_counter()
                 stages = np.full(len(ds), -1, dtype=np.int8)
-                n_rounds, metrics = [], {}
+                n_rounds: list[int] = []
+                metrics: dict[str, float] = {}
                 for a, b in folds:
+                    bar.set_postfix_str(f"{name} seed {seed} fold {len(n_rounds) + 1}/{len(folds)}")
                     tr = ctx.train if not cross_fit else ds.subset(a, f"{ds.name}[half]")
                     ev = ctx.eval if not cross_fit else ds.subset(b, f"{ds.name}[other half]")
-                    # Only the filtering is used (no verdict, so no null is run).
+                    # Only the filtering is used (no verdict, so no null is run); its
+                    # rounds show below our line.
                     res = AFLite(
                         mode="eval", features=(X_tr[a], X_ev[b]), model=model,
                         random_state=int(seed), **{"n_shuffles": 0, **params},
-                    ).run(tr, ev, progress=False)  # fmt: skip
+                    ).run(tr, ev, progress=ctx.progress)  # fmt: skip
                     stage = res.scores.set_index("id")["stage"].reindex(ids[b])
                     stages[b] = stage.map(code).to_numpy()
                     n_rounds.append(int(res.metrics.get("n_rounds", 0)))
                     for k, val in res.metrics.items():
                         metrics[f"fold{len(n_rounds) - 1}_{k}"] = val
+                    bar.update(1)
                 seconds = time.perf_counter() - start + (build_s if seed == seeds[0] else 0.0)
                 runs.append(AdversaryRun(name, spec, int(seed), stages, max(n_rounds), seconds,
                                          metrics, representation=rep))  # fmt: skip
@@ -250,6 +259,7 @@ def run_mc_adversaries(
                     "MC adversary %s seed %d: %d of %d AF-selected (%.1fs)",
                     name, seed, int((stages == 2).sum()), len(ds), seconds,
                 )  # fmt: skip
+    bar.close()
     return runs, info
 
 

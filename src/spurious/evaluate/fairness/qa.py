@@ -2,7 +2,7 @@
 filters classification sets only).
 
 Questions are reduced to answer-sentence selection
-(:mod:`~spurious.evaluate.fairness.qa_features`: the candidates, the label, the features
+(:mod:`~spurious.features.qa_sentences`: the candidates, the label, the features
 of each QA adversary); a question is *predictable* when the adversary's classifiers (a
 conditional logit, :class:`~spurious.models.conditional_logit.ConditionalLogit`: one
 weight vector shared by the candidates, softmax over the question's sentences) pick its
@@ -37,15 +37,16 @@ from spurious.evaluate.fairness.adversaries import (
     AdversaryRun,
     adversary_names,
 )
-from spurious.evaluate.fairness.qa_features import (
+from spurious.exceptions import ParameterError
+from spurious.features.qa_sentences import (
     QA_ADVERSARIES,
     SentenceCandidates,
     answer_sentences,
     candidate_features,
     pack_candidates,
 )
-from spurious.exceptions import ParameterError
 from spurious.stats.metrics import normalize_answer
+from spurious.utils.progress import step_bar
 
 logger = logging.getLogger(__name__)
 
@@ -131,6 +132,7 @@ def run_qa_adversaries(
     train: Dataset | None = None,
     split_seed: int = 0,
     l2: float = 1.0,
+    progress: bool = False,
 ) -> tuple[list[AdversaryRun], dict[str, Any]]:
     """AFLite (evaluation-set mode) on answer-sentence selection, per adversary and seed.
 
@@ -151,6 +153,9 @@ def run_qa_adversaries(
         Seed of the article halves.
     l2 : float
         Ridge penalty of the conditional logit.
+    progress : bool
+        A progress bar over the AFLite runs (adversary x seed x fold), and spaCy's parse
+        of the contexts for ``qa_heuristic``.
 
     Returns
     -------
@@ -216,9 +221,12 @@ def run_qa_adversaries(
         "features": {},
     }
     runs: list[AdversaryRun] = []
+    bar = step_bar("fairness: QA adversary runs", len(names) * len(seeds) * len(folds),
+                   enabled=progress, unit="run")  # fmt: skip
     for name, spec in names.items():
         t0 = time.perf_counter()
-        F, feat_names = candidate_features(cands, questions, spec)
+        bar.set_postfix_str(f"{name}: features")
+        F, feat_names = candidate_features(cands, questions, spec, progress=progress)
         X = pack_candidates(cands, F)
         build_s = time.perf_counter() - t0
         info["features"][name] = {"spec": spec, "names": feat_names, "seconds": round(build_s, 2)}
@@ -226,19 +234,23 @@ def run_qa_adversaries(
         for seed in seeds:
             start = time.perf_counter()
             stages = np.full(n_eval, -1, dtype=np.int8)
-            n_rounds, metrics = [], {}
+            n_rounds: list[int] = []
+            metrics: dict[str, float] = {}
             for (a, b), (ds_tr, ds_ev) in zip(folds, side, strict=True):
+                bar.set_postfix_str(f"{name} seed {seed} fold {len(n_rounds) + 1}/{len(folds)}")
                 # Only the filtering is used; a label permutation would also be meaningless
-                # here (labels index each question's own candidate sentences).
+                # here (labels index each question's own candidate sentences). Its rounds
+                # show below our line.
                 res = AFLite(
                     mode="eval", features=(X[a], X[b]), model=model, random_state=int(seed),
                     **{"n_shuffles": 0, **params},
-                ).run(ds_tr, ds_ev, progress=False)  # fmt: skip
+                ).run(ds_tr, ds_ev, progress=progress)  # fmt: skip
                 stage = res.scores.set_index("id")["stage"].reindex(ids[b])
                 stages[b - offset] = stage.map({s: i for i, s in enumerate(STAGES)}).to_numpy()
                 n_rounds.append(int(res.metrics.get("n_rounds", 0)))
                 for k, v in res.metrics.items():
                     metrics[f"fold{len(n_rounds) - 1}_{k}"] = v
+                bar.update(1)
             seconds = time.perf_counter() - start + (build_s if seed == seeds[0] else 0.0)
             runs.append(
                 AdversaryRun(name, spec, int(seed), stages, max(n_rounds), seconds, metrics)
@@ -247,6 +259,7 @@ def run_qa_adversaries(
                 "QA adversary %s seed %d: %d of %d AF-selected (%.1fs)",
                 name, seed, int((stages == 2).sum()), n_eval, seconds,
             )  # fmt: skip
+    bar.close()
     return runs, info
 
 

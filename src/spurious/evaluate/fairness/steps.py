@@ -3,7 +3,9 @@
 Given the adversary runs (:mod:`~spurious.evaluate.fairness.adversaries`,
 :mod:`~spurious.evaluate.fairness.qa`) and the models' per-example scores, every step
 returns its metrics (the keys of ``Fairness.metric_docs``, in the order they are
-reported) and its detail rows:
+reported) and its detail rows. Keys about a model or an adversary are
+``<metric>/<model>/<adversary>`` (:func:`~spurious.utils.metric_keys.metric_key`: names in
+their own segments, so underscores in them never make a key ambiguous):
 
 - :func:`stage_breakdown`: the share of each filter stage per adversary (Fig. 1);
 - :func:`matrix_entries` and :func:`em_entries`: the model x adversary matrix
@@ -33,6 +35,7 @@ from spurious.evaluate.fairness.ranking import (
     rank_agreement,
     ranks,
 )
+from spurious.utils.metric_keys import metric_key
 
 __all__ = [
     "STAGE_SHORT",
@@ -59,10 +62,11 @@ def stage_breakdown(
         row: dict[str, Any] = {"adversary": a, "spec": str(names[a])}
         for code, short in enumerate(STAGE_SHORT):
             frac = (s == code).mean(axis=1)
-            metrics[f"{short}_fraction_{a}"] = float(frac.mean())
-            metrics[f"{short}_fraction_{a}_sd"] = float(frac.std(ddof=1)) if len(frac) > 1 else 0.0
+            sd = float(frac.std(ddof=1)) if len(frac) > 1 else 0.0
+            metrics[metric_key(f"{short}_fraction", a)] = float(frac.mean())
+            metrics[metric_key(f"{short}_fraction_sd", a)] = sd
             row[short] = float(frac.mean())
-            row[f"{short}_sd"] = metrics[f"{short}_fraction_{a}_sd"]
+            row[f"{short}_sd"] = sd
         own = [r for r in runs if r.name == a]
         row["n_rounds"] = [r.n_rounds for r in own]
         row["seconds"] = round(float(sum(r.seconds for r in own)), 3)
@@ -71,31 +75,44 @@ def stage_breakdown(
 
 
 def matrix_entries(
-    mat: Matrix, models: Sequence[str]
+    mat: Matrix, models: Sequence[str], score: str = "accuracy"
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
-    """The matrix as ``acc_<model>_<adv>`` metrics (with interval and seed sd), one table
-    row per cell, and each adversary's mean over the models."""
+    """The matrix as ``<score>/<model>/<adv>`` metrics (with ``<score>_ci_low``,
+    ``<score>_ci_high`` and ``<score>_seed_sd``), one table row per cell (the value under
+    ``score``), and each adversary's mean over the models (``mean_<score>/<adv>``).
+
+    ``score`` names what the cells hold: ``"accuracy"`` (classification, multiple
+    choice), ``"f1"`` or ``"em"`` (SQuAD F1 / exact match, on a 0-1 scale).
+
+    Examples
+    --------
+    >>> from spurious.evaluate.fairness.matrix import accuracy_matrix
+    >>> mat = accuracy_matrix(np.array([[1.0, 0.0, 1.0, 1.0]]), {"a_b": np.array([[1, 1, 0, 0]]) > 0},
+    ...                       models=["m_1"], n_bootstrap=0)
+    >>> m, rows = matrix_entries(mat, ["m_1"], "f1")
+    >>> m["f1/m_1/none"], m["f1/m_1/a_b"], m["mean_f1/a_b"], rows[1]["f1"]
+    (0.75, 0.5, 0.5, 0.5)
+    """
     metrics: dict[str, float] = {}
     table = []
     for i, m in enumerate(models):
         for j, a in enumerate(mat.adversaries):
-            key = f"acc_{m}_{a}"
-            metrics[key] = float(mat.accuracy[i, j])
-            metrics[f"{key}_ci_low"] = float(mat.ci_low[i, j])
-            metrics[f"{key}_ci_high"] = float(mat.ci_high[i, j])
-            metrics[f"{key}_seed_sd"] = float(mat.seed_sd[i, j])
+            metrics[metric_key(score, m, a)] = float(mat.accuracy[i, j])
+            metrics[metric_key(f"{score}_ci_low", m, a)] = float(mat.ci_low[i, j])
+            metrics[metric_key(f"{score}_ci_high", m, a)] = float(mat.ci_high[i, j])
+            metrics[metric_key(f"{score}_seed_sd", m, a)] = float(mat.seed_sd[i, j])
             table.append(
                 {
                     "model": m,
                     "adversary": a,
-                    "accuracy": float(mat.accuracy[i, j]),
+                    score: float(mat.accuracy[i, j]),
                     "ci_low": float(mat.ci_low[i, j]),
                     "ci_high": float(mat.ci_high[i, j]),
                     "seed_sd": float(mat.seed_sd[i, j]),
                 }
             )
     for j, a in enumerate(mat.adversaries):
-        metrics[f"mean_acc_{a}"] = float(np.nanmean(mat.accuracy[:, j]))
+        metrics[metric_key(f"mean_{score}", a)] = float(np.nanmean(mat.accuracy[:, j]))
     return metrics, table
 
 
@@ -103,18 +120,7 @@ def em_entries(
     mat_em: Matrix, models: Sequence[str]
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """QA: the exact-match matrix beside F1 (F1 is the main matrix's score)."""
-    metrics: dict[str, float] = {}
-    em_table = []
-    for i, m in enumerate(models):
-        for j, a in enumerate(mat_em.adversaries):
-            metrics[f"em_{m}_{a}"] = float(mat_em.accuracy[i, j])
-            em_table.append(
-                {"model": m, "adversary": a, "em": float(mat_em.accuracy[i, j]),
-                 "ci_low": float(mat_em.ci_low[i, j]),
-                 "ci_high": float(mat_em.ci_high[i, j]),
-                 "seed_sd": float(mat_em.seed_sd[i, j])}
-            )  # fmt: skip
-    return metrics, em_table
+    return matrix_entries(mat_em, models, "em")
 
 
 def ranking_entries(
@@ -138,7 +144,7 @@ def ranking_entries(
         r = ranks(mat.accuracy[:, j])
         rank_table[a] = dict(zip(models, r.tolist(), strict=True))
         for m, v in rank_table[a].items():
-            metrics[f"rank_{m}_{a}"] = v
+            metrics[metric_key("rank", m, a)] = v
     ranking = []
     for j, a in enumerate(mat.adversaries[1:], start=1):
         boot_ok = mat.boot.shape[0] > 0
@@ -149,18 +155,16 @@ def ranking_entries(
             mat.boot[:, :, j] if boot_ok else None,
             confidence=confidence,
         )
-        for k, v in ra.items():
-            metrics[k.replace("kendall_tau", f"kendall_tau_{a}").replace(
-                "spearman", f"spearman_{a}"
-            )] = v  # fmt: skip
+        for k, v in ra.items():  # kendall_tau[_ci_low|_ci_high], spearman[...]
+            metrics[metric_key(k, a)] = v
         # The null "the adversary selects at random": tau of random subsets of the
         # AF-selected size (the same resampling seed for every adversary).
         null = random_subset_null(
             correct, mat.n_selected[j], ra["kendall_tau"], n_draws=n_draws,
             random_state=random_state,
         )  # fmt: skip
-        metrics[f"kendall_tau_{a}_null_p"] = null["p_value"]
-        metrics[f"kendall_tau_{a}_null_median"] = null["null_tau_median"]
+        metrics[metric_key("kendall_tau_null_p", a)] = null["p_value"]
+        metrics[metric_key("kendall_tau_null_median", a)] = null["null_tau_median"]
         ranking.append({"adversary": a, **ra, **{f"null_{k}": v for k, v in null.items()}})
     finite = [r for r in ranking if math.isfinite(r["kendall_tau"])]
     lowest = min(finite, key=lambda r: r["kendall_tau"]) if finite else None
@@ -190,7 +194,7 @@ def family_entries(
             rank_table["none"], {a: rank_table[a] for a in adversaries}, families
         )
         for (m, a), v in changes.items():
-            metrics[f"family_rank_change_{m}_{a}"] = v
+            metrics[metric_key("family_rank_change", m, a)] = v
             family_changes.append({"model": m, "adversary": a, "rank_change": v})
         if changes:
             metrics["mean_family_rank_change"] = float(np.mean(list(changes.values())))
@@ -220,10 +224,10 @@ def agreement_entries(
         )  # fmt: skip
         by_e = agreement_by_stage(entropy, s, n_bootstrap=0)
         for code, short in enumerate(STAGE_SHORT):
-            metrics[f"agreement_{short}_{a}"] = by_a[code]["mean"]
-            metrics[f"agreement_{short}_{a}_ci_low"] = by_a[code]["ci_low"]
-            metrics[f"agreement_{short}_{a}_ci_high"] = by_a[code]["ci_high"]
-            metrics[f"entropy_{short}_{a}"] = by_e[code]["mean"]
+            metrics[metric_key(f"agreement_{short}", a)] = by_a[code]["mean"]
+            metrics[metric_key(f"agreement_{short}_ci_low", a)] = by_a[code]["ci_low"]
+            metrics[metric_key(f"agreement_{short}_ci_high", a)] = by_a[code]["ci_high"]
+            metrics[metric_key(f"entropy_{short}", a)] = by_e[code]["mean"]
             agreement_rows.append(
                 {
                     "adversary": a,

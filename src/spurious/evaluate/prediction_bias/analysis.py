@@ -22,9 +22,10 @@ from spurious.analysis import (
 )
 from spurious.context import RunContext
 from spurious.evaluate.prediction_bias.table import MC_REPEATS
-from spurious.exceptions import AnalysisError
+from spurious.exceptions import AnalysisError, ParameterError
 from spurious.results import Headline
-from spurious.utils.validation import Interval, StrOptions
+from spurious.utils.metric_keys import metric_key, split_metric_key
+from spurious.utils.validation import Interval, StrOptions, check_params
 
 logger = logging.getLogger(__name__)
 
@@ -83,17 +84,26 @@ class PredictionBias(Analysis):
         predictions=True, heuristics=True, tasks=("nli", "pair", "text", "qa", "mcq")
     )
     metric_docs: ClassVar[dict[str, str]] = {
-        "overall_<model>": "Mean per-example score of the model, [0, 1].",
-        "bias_<model>_<heuristic>": "Prediction bias: gap between the groups' bootstrap "
+        "em/<model> / f1/<model> / accuracy/<model>": "Mean per-example score of the model "
+        "(the run's metric: SQuAD EM or F1 on a 0-1 scale, x100 = HF evaluate's; or "
+        "accuracy), [0, 1].",
+        "bias/<model>/<heuristic>": "Prediction bias: gap between the groups' bootstrap "
         "intervals, [0, 1]; 0 when they overlap.",
-        "worse_group_<model>_<heuristic>": "Mean score of the worse group, [0, 1].",
-        "threshold_<heuristic>": "T: low group = h(x) <= T (shared thresholds).",
-        "n_low_<heuristic> / n_high_<heuristic>": "Group sizes at T.",
-        "natural_bias_<heuristic>": "Natural (human) bias: minimum over annotators.",
-        "bias_mc_sd_<model>_<heuristic>": "Sd of the bias over Monte-Carlo bootstrap seeds.",
-        "sample_size_<heuristic>": "Bootstrap group size used for the heuristic (smaller "
+        "worse_group_em/<model>/<heuristic> / worse_group_f1/<model>/<heuristic> / "
+        "worse_group_accuracy/<model>/<heuristic>": "Mean score of the worse group, [0, 1].",
+        "threshold/<heuristic>": "T: low group = h(x) <= T (shared thresholds).",
+        "n_low/<heuristic> / n_high/<heuristic>": "Group sizes at T.",
+        "threshold/<model>/<heuristic> / n_low/<model>/<heuristic> / "
+        "n_high/<model>/<heuristic>": "The same per model, without shared thresholds.",
+        "natural_bias/<heuristic>": "Natural (human) bias: minimum over annotators.",
+        "natural_worse_group_em/<heuristic> / natural_worse_group_f1/<heuristic> / "
+        "natural_worse_group_accuracy/<heuristic>": "The annotators' worse group's mean score.",
+        "natural_bias/<model>/<heuristic>": "Natural bias at the model's own threshold "
+        "(without shared thresholds).",
+        "bias_mc_sd/<model>/<heuristic>": "Sd of the bias over Monte-Carlo bootstrap seeds.",
+        "sample_size/<heuristic>": "Bootstrap group size used for the heuristic (smaller "
         "than sample_size when adapted).",
-        "n_missing_<model>": "Examples the model's file had no prediction for (scored as wrong).",
+        "n_missing/<model>": "Examples the model's file had no prediction for (scored as wrong).",
         "max_bias": "Largest bias over models and heuristics, [0, 1].",
         "max_bias_null_p_value": "Permutation p-value of max_bias (scores shuffled across "
         "examples, thresholds searched again), (0, 1].",
@@ -206,6 +216,77 @@ class PredictionBias(Analysis):
             raise AnalysisError(f"No heuristic is available for task {ctx.target.task.name!r}.")
         return names
 
+    def check(self, context: RunContext) -> None:
+        """Everything :func:`bias_table` would refuse, before any work: the metric for the
+        task, distinct model names and the reference, the heuristics (known for the task,
+        or columns of supplied attributes for these ids) and the fixed thresholds."""
+        from spurious.evaluate.prediction_bias.checks import (
+            align_attributes,
+            check_predictions,
+            check_thresholds,
+        )
+        from spurious.stats.metrics import resolve_metric
+
+        target = context.target
+        resolve_metric(target.task.has_labels, self.metric)
+        check_predictions(target, context.predictions, self.reference)
+        names = self.heuristic_names(context)
+        supplied = context.attributes
+        if supplied is not None and all(n in supplied.columns for n in names):
+            # The values the run will use: numeric, for every id of the judged split.
+            align_attributes(supplied, target, names)
+        else:
+            self._check_heuristics(context, names)
+        check_thresholds(self.thresholds, names)
+        if (
+            not self.adapt_sample_size
+            and not self.thresholds
+            and len(target) < 2 * self.sample_size
+        ):
+            raise ParameterError(
+                f"The 'sample_size' parameter (--sample-size) is {self.sample_size}: a "
+                f"threshold needs 2 x {self.sample_size} examples on each side, and "
+                f"{target.name!r} has {len(target)} in all, so every bias would be undefined. "
+                "Pass a smaller --sample-size, or drop --fixed-sample-size (sizes then adapt "
+                "to the data)."
+            )
+
+    def _check_heuristics(self, ctx: RunContext, names: list[str]) -> None:
+        """Heuristics computed for the run: registered for the task, their parameters
+        valid, a training split for those that estimate statistics on one."""
+        from spurious.heuristics import get_heuristic
+
+        task = ctx.target.task.name
+        params = dict(self.heuristic_params or {})
+        unknown = sorted(set(params) - set(names))
+        if unknown:
+            raise ParameterError(
+                f"The 'heuristic_params' parameter names {unknown}, which this run does not "
+                f"split by; heuristics: {names}."
+            )
+        fitted = ctx.heuristics_train is not None or ctx.eval is not None
+        for n in names:
+            cls = get_heuristic(n, task=task)
+            if task not in cls.tasks:
+                raise ParameterError(
+                    f"The 'heuristics' parameter (--heuristic) names {n!r}, a heuristic of "
+                    f"tasks {list(cls.tasks)}, not of {task!r}."
+                )
+            try:
+                h = cls(**params.get(n, {}))
+            except TypeError:
+                valid = sorted(cls().get_params(deep=False))
+                raise ParameterError(
+                    f"The 'heuristic_params' parameter gives {n!r} unknown parameter(s) "
+                    f"{sorted(params[n])}; valid: {valid}."
+                ) from None
+            check_params(h._parameter_constraints, h.get_params(), n)
+            if cls.needs_train and not fitted:
+                raise ParameterError(
+                    f"The heuristic {n!r} estimates its statistics on a training split; pass "
+                    "one (--train, or --eval with DATA as the training split)."
+                )
+
     def _run(self, ctx: RunContext) -> AnalysisOutput:
         from spurious.evaluate.prediction_bias import bias_table
 
@@ -229,8 +310,9 @@ class PredictionBias(Analysis):
             step=self.step,
             replace=self.replace,
             random_state=self.random_state,
+            progress=ctx.progress,
         )
-        biases = [v for k, v in res.metrics.items() if k.startswith("bias_")]
+        biases = [v for k, v in res.metrics.items() if split_metric_key(k)[0] == "bias"]
         if not any(math.isfinite(v) for v in biases):
             why = "; ".join(f"{h}: {r}" for h, r in res.details.get("undefined", {}).items())
             raise AnalysisError(
@@ -254,7 +336,29 @@ class PredictionBias(Analysis):
             logger.warning("prediction_bias: %s", note)
             summary = f"{summary} ({note})"
             details = {**details, "heuristics_left_out": left_out}
+        adapted = self._adapted_note(len(ctx.target), res.metrics, res.details)
+        if adapted:
+            # Small splits (under 2 x sample_size) are measured with smaller groups instead
+            # of failing; the run's notes and the summary say so.
+            ctx.warnings.append(f"prediction_bias: {adapted}")
+            summary = f"{summary} ({adapted})"
         return AnalysisOutput(scores=scores, metrics=res.metrics, summary=summary, details=details)
+
+    def _adapted_note(self, n: int, metrics: dict[str, float], details: dict[str, Any]) -> str:
+        """One sentence on the heuristics bootstrapped below ``sample_size`` ("" if none)."""
+        sizes = {
+            h: int(metrics[metric_key("sample_size", h)])
+            for h in details.get("sample_size_notes") or {}
+            if metric_key("sample_size", h) in metrics
+        }
+        if not sizes:
+            return ""
+        which = ", ".join(f"{h} {size}" for h, size in sizes.items())
+        return (
+            f"bootstrap groups adapted to the data for {len(sizes)} heuristic(s) ({which} "
+            f"instead of sample_size={self.sample_size}: the {n:,} examples leave fewer than "
+            f"{self.sample_size} on a side of their most even threshold)"
+        )
 
     def _spacy_left_out(self, ctx: RunContext) -> list[str]:
         """The task's spaCy heuristics that ``no_spacy`` kept out of the default list."""
@@ -282,7 +386,7 @@ class PredictionBias(Analysis):
         if not table:
             return super().headline(result)
         top = max(table, key=lambda r: r["bias"])
-        human = result.metrics.get(f"natural_bias_{top['heuristic']}")
+        human = result.metrics.get(metric_key("natural_bias", top["heuristic"]))
         has_human = isinstance(human, float) and math.isfinite(human)
         human_txt = f" (annotators {human:.3f})" if has_human else ""
         excess = top["bias"] - (human if has_human else 0.0)
@@ -326,7 +430,7 @@ def _example_scores(
         return best, flagged
     s = scores[score_col].to_numpy(dtype=float)
     for h in names:
-        bias = metrics.get(f"bias_{ref}_{h}", math.nan)
+        bias = metrics.get(metric_key("bias", str(ref), h), math.nan)
         if f"group_{h}" not in scores or not bias > 0:
             continue
         groups = scores[f"group_{h}"].to_numpy()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -76,12 +76,14 @@ def permutation_null(
     ref_idx: int,
     n_permutations: int,
     params: Mapping[str, Any],
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """The largest bias of the table against its distribution with scores permuted.
 
     Each permutation repeats what the table did (the same grids, sample sizes, validity
     rule and threshold choice) on scores shuffled across examples, so the selection of
-    the best threshold, heuristic and model is part of the null.
+    the best threshold, heuristic and model is part of the null. ``progress``, if given,
+    is called with ``(done, n_permutations)`` after each permutation.
     """
     finite = [r["bias"] for r in table if r["bias"] is not None and math.isfinite(r["bias"])]
     observed = max(finite) if finite else math.nan
@@ -109,6 +111,8 @@ def permutation_null(
                 if c is not None and math.isfinite(sweep.margin[m, c]):
                     best = max(best, float(sweep.margin[m, c]))
         draws[b] = best
+        if progress is not None:
+            progress(b + 1, n_permutations)
     p_value = (
         float((1 + np.sum(draws >= observed - 1e-12)) / (1 + n_permutations))
         if math.isfinite(observed)

@@ -56,6 +56,8 @@ from spurious.stats.bias_search import (
 )
 from spurious.stats.metrics import example_scores, leave_one_out_scores, resolve_metric
 from spurious.stats.split_bootstrap import SplitBootstrap
+from spurious.utils.metric_keys import metric_key
+from spurious.utils.progress import step_bar
 
 if TYPE_CHECKING:  # pragma: no cover
     from spurious.data.dataset import Dataset
@@ -80,6 +82,7 @@ def bias_table(
     min_annotator_coverage: float = 0.5,
     adapt_sample_size: bool = False,
     n_permutations: int = 0,
+    progress: bool = False,
     **options: Any,
 ) -> DetectorResult:
     """Prediction bias of every model for every heuristic, with the natural (human) bias.
@@ -117,7 +120,7 @@ def bias_table(
         ``sample_size`` examples on a side (its bias would be undefined), bootstrap
         groups of half that side instead (see
         :func:`~spurious.stats.bias_search.adapted_sample_size`); the size
-        used is ``sample_size_<heuristic>`` and the reason is in
+        used is ``sample_size/<heuristic>`` and the reason is in
         ``details["sample_size_notes"]``. Why a bias stays undefined, and what would
         define it, is in ``details["undefined"]`` either way.
     n_permutations : int, default=0
@@ -128,6 +131,9 @@ def bias_table(
         heuristics is recorded. ``max_bias_null_p_value`` = (1 + #{null >= observed}) /
         (1 + n_permutations); 0 skips the test. The threshold search picks the best of
         many splits, so a positive bias on its own is not evidence; this test is.
+    progress : bool, default=False
+        A progress bar over the threshold searches (one per heuristic, then one per
+        permutation).
     **options
         The bootstrap and search settings (``n_trials``, ``sample_size``, ``quantiles``,
         ``step``, ``replace``, ``random_state``); see
@@ -139,13 +145,16 @@ def bias_table(
         ``analysis="prediction_bias"``. Scores: ``id``, ``attr_<heuristic>``,
         ``score_<model>`` (per-example metric), ``score_annotator<k>`` (leave-one-out,
         when natural bias is computed) and, with shared thresholds,
-        ``group_<heuristic>`` (``"low"``/``"high"``). Metrics: ``overall_<model>``,
-        ``bias_<model>_<heuristic>``, ``worse_group_<model>_<heuristic>`` (the worse
-        group's mean score), ``threshold_<heuristic>``, ``n_low_<heuristic>``,
-        ``n_high_<heuristic>`` (per model, ``..._<model>_<heuristic>``, without shared
-        thresholds), ``natural_bias_<heuristic>`` and
-        ``natural_worse_group_<heuristic>`` (at the reference threshold) and, without
-        shared thresholds, ``natural_bias_<model>_<heuristic>``. Details: ``table``
+        ``group_<heuristic>`` (``"low"``/``"high"``). Metrics, named for what they hold
+        with the names in their own segments
+        (:func:`~spurious.utils.metric_keys.metric_key`; ``<metric>`` is ``em``, ``f1``
+        or ``accuracy``, on a 0-1 scale): ``<metric>/<model>`` (the mean score),
+        ``bias/<model>/<heuristic>``, ``worse_group_<metric>/<model>/<heuristic>`` (the
+        worse group's mean score), ``threshold/<heuristic>``, ``n_low/<heuristic>``,
+        ``n_high/<heuristic>`` (per model, ``threshold/<model>/<heuristic>`` ..., without
+        shared thresholds), ``natural_bias/<heuristic>`` and
+        ``natural_worse_group_<metric>/<heuristic>`` (at the reference threshold) and,
+        without shared thresholds, ``natural_bias/<model>/<heuristic>``. Details: ``table``
         (one row per model and heuristic), ``natural`` (one row per heuristic and
         threshold), ``curves`` (bias per candidate threshold for every model and the
         human reference).
@@ -162,7 +171,7 @@ def bias_table(
     >>> attr = pd.DataFrame({"id": ds.ids, "length": np.arange(n) % 10})
     >>> good = align_predictions({i: "yes" for i in ds.ids}, ds, name="good")
     >>> res = bias_table(ds, [good], attr, n_trials=20, sample_size=200)
-    >>> res.metrics["bias_good_length"], res.metrics["natural_bias_length"]
+    >>> res.metrics["bias/good/length"], res.metrics["natural_bias/length"]
     (0.0, 0.0)
     """
     t0 = time.perf_counter()
@@ -188,13 +197,18 @@ def bias_table(
         for k, row in enumerate(human):
             out_scores[f"score_annotator{k}"] = row
     metrics: dict[str, float] = {
-        f"overall_{n}": float(np.nanmean(s)) for n, s in zip(names, scores, strict=True)
+        metric_key(metric, n): float(np.nanmean(s)) for n, s in zip(names, scores, strict=True)
     }
     # Predictions a file lacked are scored as wrong; how many, per model, stays visible.
-    metrics.update({f"n_missing_{p.name}": float(getattr(p, "n_missing", 0)) for p in preds})
-    acc = _Table(names, names.index(ref), human is not None, metrics, out_scores)
+    metrics.update(
+        {metric_key("n_missing", p.name): float(getattr(p, "n_missing", 0)) for p in preds}
+    )
+    acc = _Table(names, names.index(ref), human is not None, metrics, out_scores, metric=metric)
     timings: dict[str, float] = {}
+    bar = step_bar("prediction_bias: threshold search", len(h_names) + n_permutations,
+                   enabled=progress, unit="search")  # fmt: skip
     for h in h_names:
+        bar.set_postfix_str(h)
         th = time.perf_counter()
         split, note = _split_heuristic(
             out_scores[f"attr_{h}"], scores, human, params,
@@ -206,18 +220,22 @@ def bias_table(
             acc.notes[h] = f"{h}: {note}"
         acc.add(h, split, shared=shared_threshold or h in fixed, adapted=adapt_sample_size)
         timings[f"{h}_s"] = round(time.perf_counter() - th, 4)
+        bar.update(1)
 
     timings["total_s"] = round(time.perf_counter() - t0, 4)
     null: dict[str, Any] = {}
     if n_permutations:
         tn = time.perf_counter()
+        bar.set_postfix_str("permutation null")
         null = permutation_null(
-            scores, acc.plan, acc.table, shared_threshold, acc.ref_idx, n_permutations, params
-        )
+            scores, acc.plan, acc.table, shared_threshold, acc.ref_idx, n_permutations, params,
+            progress=lambda done, total: bar.update(1),
+        )  # fmt: skip
         metrics["max_bias"] = null["observed"]
         metrics["max_bias_null_p_value"] = null["p_value"]
         metrics["max_bias_null_q95"] = null["q95"]
         timings["null_s"] = round(time.perf_counter() - tn, 4)
+    bar.close()
     # Undefined biases and adapted sizes travel with the result (report and CLI show them).
     warnings = [
         *(f"prediction bias on {h!r} is undefined: {why}" for h, why in acc.undefined.items()),
@@ -383,6 +401,8 @@ class _Table:
     has_human: bool
     metrics: dict[str, float]
     out_scores: dict[str, Any]
+    #: The per-example score (em, f1, accuracy): what the worse group's mean holds.
+    metric: str = "accuracy"
     table: list[dict[str, Any]] = field(default_factory=list)
     natural_rows: list[dict[str, Any]] = field(default_factory=list)
     curves: dict[str, Any] = field(default_factory=dict)
@@ -396,18 +416,19 @@ class _Table:
     def add(self, h: str, s: _Split, *, shared: bool, adapted: bool) -> None:
         """Heuristic ``h``'s rows, metrics, group column, natural bias and curves."""
         names, metrics, human = self.names, self.metrics, self.has_human
-        metrics[f"sample_size_{h}"] = float(s.hp["sample_size"])
+        worse = f"worse_group_{self.metric}"
+        metrics[metric_key("sample_size", h)] = float(s.hp["sample_size"])
         for name, res, (c, _), sd in zip(names, s.results, s.chosen, s.spread, strict=True):
             self.table.append({"model": name, "heuristic": h, **res.to_dict(), "bias_mc_sd": sd})
-            metrics[f"bias_{name}_{h}"] = res.bias
-            metrics[f"bias_mc_sd_{name}_{h}"] = sd
-            metrics[f"worse_group_{name}_{h}"] = res.worse_performance
+            metrics[metric_key("bias", name, h)] = res.bias
+            metrics[metric_key("bias_mc_sd", name, h)] = sd
+            metrics[metric_key(worse, name, h)] = res.worse_performance
             if not shared:
-                metrics[f"threshold_{name}_{h}"] = res.threshold
-                metrics[f"n_low_{name}_{h}"] = res.low.n
-                metrics[f"n_high_{name}_{h}"] = res.high.n
+                metrics[metric_key("threshold", name, h)] = res.threshold
+                metrics[metric_key("n_low", name, h)] = res.low.n
+                metrics[metric_key("n_high", name, h)] = res.high.n
                 if human:
-                    metrics[f"natural_bias_{name}_{h}"] = (
+                    metrics[metric_key("natural_bias", name, h)] = (
                         s.nat_by_c[c].bias if c is not None else math.nan
                     )
         ref_res, ref_c = s.results[self.ref_idx], s.chosen[self.ref_idx][0]
@@ -415,17 +436,19 @@ class _Table:
             self.undefined[h] = _undefined_reason(s.a, s.grid, s.fixed, s.hp, adapted)
             logger.warning("prediction bias on %r is undefined: %s", h, self.undefined[h])
         if shared:
-            metrics[f"threshold_{h}"] = ref_res.threshold
-            metrics[f"n_low_{h}"] = ref_res.low.n
-            metrics[f"n_high_{h}"] = ref_res.high.n
+            metrics[metric_key("threshold", h)] = ref_res.threshold
+            metrics[metric_key("n_low", h)] = ref_res.low.n
+            metrics[metric_key("n_high", h)] = ref_res.high.n
             if ref_c is not None:
                 self.out_scores[f"group_{h}"] = np.where(
                     np.isfinite(s.attr), np.where(s.attr <= ref_res.threshold, "low", "high"), None
                 )
         if human:
             ref_nat = s.nat_by_c[ref_c] if ref_c is not None else None
-            metrics[f"natural_bias_{h}"] = ref_nat.bias if ref_nat else math.nan
-            metrics[f"natural_worse_group_{h}"] = ref_nat.worse_performance if ref_nat else math.nan
+            metrics[metric_key("natural_bias", h)] = ref_nat.bias if ref_nat else math.nan
+            metrics[metric_key(f"natural_{worse}", h)] = (
+                ref_nat.worse_performance if ref_nat else math.nan
+            )
             self._add_natural_rows(h, s)
         self.curves[h] = {
             "threshold": s.grid.tolist(),
@@ -512,6 +535,6 @@ def _summary(
     top = max(finite, key=lambda r: r["bias"])
     tail = f"; largest: {top['model']} on {top['heuristic']} = {top['bias']:.3f}"
     if has_natural:
-        nat = metrics.get(f"natural_bias_{top['heuristic']}", math.nan)
+        nat = metrics.get(metric_key("natural_bias", top["heuristic"]), math.nan)
         tail += f" (human {nat:.3f})" if math.isfinite(nat) else ""
     return head + tail + "."

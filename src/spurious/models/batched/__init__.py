@@ -62,7 +62,10 @@ Design
   synchronise on each: on 2 busy cores (load 4-7) a round at 10k x 1,536 took 5-19 s
   with torch's default 2 intra-op threads against 0.9-2.0 s with one, and the pooled
   start 18.6 s against 6.4 s. A small group's arithmetic is therefore that of a
-  one-thread run whatever the machine's thread count.
+  one-thread run whatever the machine's thread count. Large groups get torch's thread
+  count only while the machine has idle cores for it (else one thread: at 100k x 768
+  on the busy 2 cores, 2 threads took 2.2-2.9x the wall time of one); the policy and its
+  measurements are :mod:`spurious.utils.threads`'s.
 * **Chunk invariance.** Classifiers are processed in fixed groups of ``chunk_size``
   consecutive rows of ``train_idx`` (the last group padded with inert copies), and every
   tensor operation has the same shape in every group, so a classifier's result depends
@@ -85,10 +88,13 @@ Design
 * **Devices.** ``device="cuda"`` runs the same code with every tensor on the GPU.
 * **Sparse features.** A SciPy CSR ``X`` (bag of words, tf-idf) stays sparse
   (:mod:`~spurious.models.batched.sparse`): a group's training rows form one
-  block-diagonal CSR matrix, so its logits and gradient cost ``2 nnz r`` FLOPs per
-  classifier (no ``N/t`` overhead, no scatter), and classifiers run plain L-BFGS from
-  zero (no pooled start nor Hessian preconditioner: ``(d+1) r`` squared is out of reach
-  at vocabulary sizes, and a diagonal one took more iterations). float32 only.
+  block-diagonal CSR matrix on each classifier's own columns, so its logits and gradient
+  cost ``2 nnz r`` FLOPs per classifier (no ``N/t`` overhead, no scatter), and
+  classifiers run plain L-BFGS from zero (no pooled start nor Hessian preconditioner:
+  ``(d+1) r`` squared is out of reach at vocabulary sizes, and a diagonal one took more
+  iterations), in the rows' coordinates ``W = X_j^T A`` when a partition has fewer rows
+  than columns (the same iterates on shorter vectors; float32 L-BFGS memory). float32
+  only.
 
 Modules, in the order the data flows: :mod:`~spurious.models.batched.inputs` (argument
 checks), :mod:`~spurious.models.batched.backend` (torch, devices, threads, precision),

@@ -15,6 +15,7 @@ from typing import Any
 from spurious.models.batched.backend import _torch
 from spurious.models.batched.objective import _Group
 from spurious.models.batched.preconditioner import _Preconditioner
+from spurious.models.batched.sparse import _SparseGroup
 
 # L-BFGS line search: accept a step when the directional derivative phi'(a) lies in
 # [-_C2, _C3] * |phi'(0)| (Wolfe curvature condition, plus a bound on overshooting that
@@ -49,9 +50,10 @@ class _History:
     time there.
     """
 
-    def __init__(self, size: int, g: int, D: int, dtype: Any, device: Any) -> None:
+    def __init__(self, size: int, g: int, D: int, dtype: Any, device: Any, dot: Any = _dot) -> None:
         torch = _torch()
         self.size = size
+        self.dot = dot  # the inner product (the group's: see sparse._SparseGroup)
         self.s = [torch.zeros(g, D, dtype=dtype, device=device) for _ in range(size)]
         self.y = [torch.zeros(g, D, dtype=dtype, device=device) for _ in range(size)]
         self.rho = torch.zeros(size, g, dtype=dtype, device=device)
@@ -80,7 +82,9 @@ class _History:
         stay = torch.nonzero(~done & ~upd).squeeze(1)
         self.s = self._rotate(self.s, s_vec, stay)
         self.y = self._rotate(self.y, y_vec, stay)
-        rho_new = torch.cat([(1.0 / torch.where(upd, sy, 1.0))[None], self.rho[:-1]])
+        rho_new = torch.cat(
+            [(1.0 / torch.where(upd, sy, 1.0)).to(self.rho.dtype)[None], self.rho[:-1]]
+        )
         self.rho = torch.where(upd[None, :], rho_new, self.rho)
         self.used = min(self.size, self.used + 1)
 
@@ -99,26 +103,26 @@ class _History:
         """The search direction ``-H grad`` (two-loop recursion, initial Hessian
         ``precond``, scaled by ``s'y / y'y`` of the newest pair with ``scale_h0``)."""
         torch = _torch()
-        rho, s_hist, y_hist = self.rho, self.s, self.y
-        q = grad.clone()
+        rho, s_hist, y_hist, dot = self.rho, self.s, self.y, self.dot
+        q = grad.to(self.s[0].dtype, copy=True)
         alphas = []
         for i in range(self.used):
-            alpha_i = rho[i] * _dot(s_hist[i], q)
+            alpha_i = rho[i] * dot(s_hist[i], q)
             # in place, without a temporary (the two-loop recursion's vector work
             # dominates when D is a vocabulary size)
             q.addcmul_(alpha_i[:, None], y_hist[i], value=-1.0)
             alphas.append(alpha_i)
         q = precond.apply(q, shape)
         if scale_h0 and self.used:
-            yy = _dot(y_hist[0], y_hist[0])
+            yy = dot(y_hist[0], y_hist[0])
             known = (rho[0] > 0) & (yy > 0)
             # Initial Hessian gamma * H0 with gamma = s'y / y'y of the newest pair.
             gamma = torch.where(known, 1.0 / (rho[0] * torch.where(known, yy, 1.0)), 1.0)
             q *= gamma[:, None]
         for i in reversed(range(self.used)):
-            beta = rho[i] * _dot(y_hist[i], q)
+            beta = rho[i] * dot(y_hist[i], q)
             q.addcmul_((alphas[i] - beta)[:, None], s_hist[i])
-        return -q
+        return -q.to(grad.dtype)
 
 
 class _LineSearch:
@@ -179,7 +183,7 @@ class _LineSearch:
 
 
 def _lbfgs(
-    group: _Group,
+    group: _Group | _SparseGroup,
     start: Any,
     precond: _Preconditioner,
     active: Any,
@@ -193,8 +197,12 @@ def _lbfgs(
 ) -> tuple[Any, Any, Any]:
     """Batched L-BFGS with an independent line search per classifier.
 
-    Minimises over ``theta`` (g, d+1, r) from ``start``, with the initial inverse
-    Hessian ``precond`` (see :class:`_Preconditioner`). Returns ``theta``, iterations
+    Minimises over ``theta`` (g, a, r) (``a = d+1``, or the group's own layout) from
+    ``start``, with the initial inverse Hessian ``precond`` (see
+    :class:`_Preconditioner`). A group may define its own inner product ``dot(u, v)``
+    and the 1-norm ``l1(p)`` that scales the first step (the sparse group carries
+    vectors in other coordinates, see :mod:`~spurious.models.batched.sparse`). Returns
+    ``theta``, iterations
     (g,) and status codes (g,). ``scale_h0``: scale the initial inverse Hessian by
     ``s'y / y'y`` (standard L-BFGS); without it ``H0`` is used as is, right when it is
     a good Hessian estimate (one step's curvature ratio would mis-scale all other
@@ -205,6 +213,7 @@ def _lbfgs(
     g, a, r = start.shape
     D = a * r
     f64 = torch.float64
+    dot = getattr(group, "dot", _dot)
 
     def evaluate(x):
         grad, gmax = group.gradient(x.view(g, a, r), low)
@@ -219,19 +228,22 @@ def _lbfgs(
         status = torch.where(active & (status == RUNNING), MAX_ITER, status)
     done = ~active | (status != RUNNING)
 
-    memory = _History(history, g, D, f64, dev)
+    memory = _History(
+        history, g, D, getattr(torch, getattr(group, "history_dtype", "float64")), dev, dot
+    )
     p = memory.direction(gx, precond, (g, a, r), scale_h0)
     if first_step == "unit":
         step = torch.ones(g, dtype=f64, device=dev)
     else:
         # Unpreconditioned start: scale the first step like torch/scipy (1 / ||g||_1).
-        step = torch.clamp(1.0 / p.abs().sum(1).clamp_min(1e-300), max=1.0)
-    search = _LineSearch(p, _dot(gx, p), step)
+        norm = group.l1(p) if hasattr(group, "l1") else p.abs().sum(1)
+        step = torch.clamp(1.0 / norm.clamp_min(1e-300), max=1.0)
+    search = _LineSearch(p, dot(gx, p), step)
 
     while not bool(done.all()):
         trial = torch.where(done[:, None], x, x + search.step[:, None] * search.p)
         g_t, gmax_t = evaluate(trial)
-        slope = _dot(g_t, search.p)
+        slope = dot(g_t, search.p)
         finite = torch.isfinite(g_t).all(1)
         bound = search.slope0.abs()
         ok = ((slope >= -_C2 * bound) & (slope <= _C3 * bound)) | (gmax_t <= tol)
@@ -244,8 +256,8 @@ def _lbfgs(
         # Accepted: L-BFGS update with the pair (s, y) when its curvature is positive.
         s_vec = trial - x
         y_vec = g_t - gx
-        sy = _dot(s_vec, y_vec)
-        upd = accept & (sy > 1e-12 * torch.sqrt(_dot(s_vec, s_vec) * _dot(y_vec, y_vec)))
+        sy = dot(s_vec, y_vec)
+        upd = accept & (sy > 1e-12 * torch.sqrt(dot(s_vec, s_vec) * dot(y_vec, y_vec)))
         if bool(upd.any()):
             memory.add(s_vec, y_vec, sy, upd, done)
         x = torch.where(accept[:, None], trial, x)
@@ -258,14 +270,14 @@ def _lbfgs(
         renew = accept & ~done
         if bool(renew.any()):
             p_new = memory.direction(gx, precond, (g, a, r), scale_h0)
-            slope_new = _dot(gx, p_new)
+            slope_new = dot(gx, p_new)
             # Not a descent direction (numerical trouble): forget the history and
             # restart from the preconditioned gradient.
             reset = renew & ~(slope_new < 0)
             if bool(reset.any()):
                 p_reset = -precond.apply(gx, (g, a, r))
                 p_new = torch.where(reset[:, None], p_reset, p_new)
-                slope_new = torch.where(reset, _dot(gx, p_reset), slope_new)
+                slope_new = torch.where(reset, dot(gx, p_reset), slope_new)
                 memory.forget(reset)
             search.restart(renew, p_new, slope_new)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
@@ -18,9 +19,10 @@ from spurious.models.batched.lbfgs import CONVERGED, STATUS_NAMES, _lbfgs
 from spurious.models.batched.objective import _Data, _Group
 from spurious.models.batched.preconditioner import _Preconditioner
 from spurious.models.batched.predict import _predict
-from spurious.models.batched.sparse import _SparseX, is_sparse, matmul
+from spurious.models.batched.sparse import _SparseGroup, _SparseX, is_sparse, matmul
 from spurious.models.batched.start import SharedStart, _SharedStartMixin
-from spurious.models.runtime.threads import thread_map, torch_threads
+from spurious.models.runtime.threads import thread_map
+from spurious.utils.threads import kernel_threads, limit_threads
 from spurious.utils.validation import Interval, StrOptions, check_params
 
 logger = logging.getLogger(__name__)
@@ -81,7 +83,8 @@ class BatchedLogisticRegression(_SharedStartMixin):
         Rows of ``X_predict`` per prediction GEMM (bounds memory).
     num_threads : int, optional
         CPU threads (default ``torch.get_num_threads()``): worker threads for small
-        groups, intra-op threads for large ones (see the package docstring, "Threads").
+        groups, intra-op threads for large ones (by default capped at one more than the
+        idle cores; see the package docstring, "Threads").
 
     Attributes
     ----------
@@ -229,7 +232,7 @@ class BatchedLogisticRegression(_SharedStartMixin):
             raise ParameterError(f"t must be an int >= 1; got {t!r}.")
         X, y, _, n_classes, _ = _validate(X, y, np.zeros((1, 1), np.int64), n_classes, None)
         intra_op, _ = self._threading(X.shape[0], X.shape[1], n_classes, _nnz(X))
-        with torch_threads(intra_op):
+        with limit_threads(intra_op):
             data = self._make_data(X, y, n_classes, int(t))
             return self._shared_start(data, int(t))
 
@@ -270,7 +273,7 @@ class BatchedLogisticRegression(_SharedStartMixin):
         t0 = time.perf_counter()
         X, y, train_idx, n_classes, X_predict = _validate(X, y, train_idx, n_classes, X_predict)
         intra_op, workers = self._threading(X.shape[0], X.shape[1], n_classes, _nnz(X))
-        with torch_threads(intra_op):
+        with limit_threads(intra_op):
             return self._fit_predict(X, y, train_idx, n_classes, X_predict, start, workers, t0)
 
     def _fit_predict(self, X, y, train_idx, n_classes, X_predict, start, workers, t0) -> np.ndarray:
@@ -301,9 +304,8 @@ class BatchedLogisticRegression(_SharedStartMixin):
         out = np.empty((m, X_predict.shape[0]), dtype=np.int16)
         xp32 = data.x32 if X_predict is X else _as_tensor(X_predict, device)
         evals = {"float32": 0, "bfloat16": 0}
-        t_train = t_pred = 0.0
 
-        def fit_group(q: int) -> tuple[int, float, float, dict[str, int]]:
+        def fit_group(q: int) -> tuple[int, float, float, dict[str, int], str]:
             lo, hi = q * g, min(m, (q + 1) * g)
             real = hi - lo
             # Pad the last group to g with inert copies of its first classifier, so that
@@ -313,19 +315,12 @@ class BatchedLogisticRegression(_SharedStartMixin):
                 present[rows], r, start, device
             )
             ts = time.perf_counter()
-            group = _Group(
-                data,
-                torch.from_numpy(train_idx[rows]).to(device),
-                basis,
-                mask,
-                scale=1.0 / t,
-                w_ref=w_ref,
-                z_ref=z_ref,
-                standard=torch.from_numpy(standard).to(device),
+            group, start0 = _make_group(
+                data, train_idx[rows], basis, mask, t, (w_ref, z_ref), standard, theta0
             )
             theta, it, st = _lbfgs(
                 group,
-                torch.from_numpy(theta0).to(device),
+                start0,
                 precond,
                 torch.from_numpy(np.arange(g) < real).to(device),
                 max_iter=int(self.max_iter),
@@ -336,6 +331,10 @@ class BatchedLogisticRegression(_SharedStartMixin):
                 scale_h0=plain,
             )
             n_evals = dict(group.n_evals)
+            layout = "dense"
+            if isinstance(group, _SparseGroup):
+                layout = "rows" if group.kernel else "columns"
+                theta = group.full_theta(theta)
             del group
             tp = time.perf_counter()
             pred = _predict(theta, basis, mask, xp32, int(self.predict_block))
@@ -351,7 +350,7 @@ class BatchedLogisticRegression(_SharedStartMixin):
                 real,
                 n_iter[lo:hi].tolist(),
             )
-            return q, tp - ts, time.perf_counter() - tp, n_evals
+            return q, tp - ts, time.perf_counter() - tp, n_evals, layout
 
         t0 = time.perf_counter()
         workers = min(workers, n_groups)
@@ -360,13 +359,12 @@ class BatchedLogisticRegression(_SharedStartMixin):
         results = list(
             thread_map(fit_group, range(n_groups), workers=workers, name="spurious-batched")
         )
-        for _, t_fit, t_p, n_evals in results:
-            t_train += t_fit
-            t_pred += t_p
+        layouts = Counter(layout for *_, layout in results)
+        timings["train"] = sum(r[1] for r in results)
+        timings["predict"] = sum(r[2] for r in results)
+        for n_evals in (r[3] for r in results):
             for key, value in n_evals.items():
                 evals[key] += value
-        timings["train"] = t_train
-        timings["predict"] = t_pred
         timings["groups_wall"] = time.perf_counter() - t0
         timings["group_workers"] = workers
 
@@ -376,9 +374,11 @@ class BatchedLogisticRegression(_SharedStartMixin):
             "gradient_evals": evals,
             "iterations": {"median": float(np.median(n_iter)), "max": int(n_iter.max())},
             "groups": n_groups,
+            # sparse groups: on their rows' coordinates, or on their own columns
+            "group_layouts": {k: v for k, v in layouts.items() if v},
             "group_size": g,
             "shared_start": start_stats,
-            "flops": self._flops(data, X_predict, precond, evals, start_stats, w_ref, n_groups),
+            "flops": self._flops(data, X_predict, precond, evals, start_stats, w_ref, n_groups, t),
             "device": str(device),
             "dtype": self.dtype,
         }
@@ -419,12 +419,15 @@ class BatchedLogisticRegression(_SharedStartMixin):
         start_stats: dict[str, Any],
         w_ref: Any,
         n_groups: int,
+        t: int,
     ) -> dict[str, Any]:
         """Floating-point operations of a call, by part (for ``stats_``)."""
         g, r = self.group_size, data.r
         n, d, n_pred = data.n, data.d, X_predict.shape[0]
-        # forward + gradient GEMM of one group (sparse: one multiply-add per non-zero)
-        per_eval = 2.0 * 2.0 * (data.x32.nnz if is_sparse(data.x32) else n * d) * g * r
+        # forward + gradient GEMM of one group (sparse: one multiply-add per non-zero of
+        # the classifiers' own rows, about t nnz / N each)
+        entries = data.x32.nnz * t / max(n, 1) if is_sparse(data.x32) else n * d
+        per_eval = 2.0 * 2.0 * entries * g * r
         D = (d + 1) * r
         precond_per_eval = 2.0 * g * (D * D if not precond.blocked else D * (d + 1))
         return {
@@ -474,7 +477,9 @@ class BatchedLogisticRegression(_SharedStartMixin):
         run whole groups in parallel, one intra-op thread each: their many small
         float64 operations gain nothing from intra-op threads and lose much to their
         synchronisation when the machine is busy. Large groups run one after another
-        with every thread inside the GEMMs.
+        with every thread inside the GEMMs (``num_threads``, else torch's setting capped
+        at one more than the idle cores: on a busy machine one thread was faster, see
+        :mod:`spurious.utils.threads`).
         """
         torch = _torch()
         total = int(self.num_threads) if self.num_threads else int(torch.get_num_threads())
@@ -483,8 +488,8 @@ class BatchedLogisticRegression(_SharedStartMixin):
         r = 1 if k == 2 else k - 1
         entries = n * d if nnz is None else nnz
         if 4.0 * entries * self.group_size * r < self.parallel_groups_below:
-            return 1, total
-        return total, 1
+            return kernel_threads("small_fits"), total
+        return (total if self.num_threads else min(total, kernel_threads("gemm"))), 1
 
     def _make_data(self, X: np.ndarray, y: np.ndarray, k: int, t: int) -> _Data:
         """Tensors shared by every group of a call (validated inputs)."""
@@ -551,3 +556,34 @@ def _nnz(X: Any) -> int | None:
 def _as_tensor(X: Any, device: Any) -> Any:
     """The dense tensor view of ``X``, or a :class:`_SparseX` for a CSR matrix."""
     return _SparseX(X, device) if sp.issparse(X) else _shared_tensor(X, device)
+
+
+def _make_group(
+    data: _Data,
+    rows: np.ndarray,
+    basis: Any,
+    mask: Any,
+    t: int,
+    reference: tuple[Any, Any],
+    standard: np.ndarray,
+    theta0: np.ndarray,
+) -> tuple[_Group | _SparseGroup, Any]:
+    """One group's objective and its starting point: sparse features get each classifier
+    on its own rows and columns, from 0; dense ones start from the shared start."""
+    torch = _torch()
+    device = data.device
+    if is_sparse(data.x32):
+        group = _SparseGroup(data, rows, basis, mask, scale=1.0 / t)
+        return group, torch.zeros(group.shape, dtype=torch.float64, device=device)
+    w_ref, z_ref = reference
+    dense = _Group(
+        data,
+        torch.from_numpy(rows).to(device),
+        basis,
+        mask,
+        scale=1.0 / t,
+        w_ref=w_ref,
+        z_ref=z_ref,
+        standard=torch.from_numpy(standard).to(device),
+    )
+    return dense, torch.from_numpy(theta0).to(device)

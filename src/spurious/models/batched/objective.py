@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from spurious.models.batched.backend import _torch
-from spurious.models.batched.sparse import is_sparse, tmatmul
 
 
 @dataclass
@@ -32,7 +31,8 @@ class _Data:
 
 
 class _Group:
-    """A fixed-size group of ``g`` classifiers evaluated with shared GEMMs.
+    """A fixed-size group of ``g`` classifiers evaluated with shared GEMMs (dense
+    features; sparse ones use :class:`~spurious.models.batched.sparse._SparseGroup`).
 
     After the GEMMs, each classifier's rows are laid out ``(g, classes, rows)``, so the
     softmax over the classes runs along contiguous memory.
@@ -78,10 +78,6 @@ class _Group:
         # AFLite's partitions never repeat a row.)
         sorted_idx = torch.sort(tidx, dim=1).values
         self.has_repeats = bool((sorted_idx[:, 1:] == sorted_idx[:, :-1]).any())
-        # Sparse features: each classifier's own rows, block-diagonally (no scatter).
-        self.blocks = None
-        if is_sparse(data.x32):
-            self.blocks = data.x32.block_diagonal(tidx.cpu().numpy())
         self._buffers: dict[Any, Any] = {}
         self.n_evals = {"float32": 0, "bfloat16": 0}
 
@@ -110,12 +106,9 @@ class _Group:
         if low:
             # x W = (x - mean) delta + mean delta + x w_ref
             bias = bias + torch.einsum("d,gdr->gr", data.mean.to(torch.float64), delta)
-        if self.blocks is None:
-            w_op = delta.permute(1, 0, 2).reshape(d, g * r).to(X.dtype)
-            logits_all = X @ w_op  # (N, g*r): every classifier's logits on every row
-            z = logits_all.view(n * g, r).index_select(0, self.flat)  # its own rows
-        else:  # sparse: (g t, g d) block-diagonal rows times the stacked weights
-            z = self.blocks[0] @ delta.reshape(g * d, r).to(torch.float32)
+        w_op = delta.permute(1, 0, 2).reshape(d, g * r).to(X.dtype)
+        logits_all = X @ w_op  # (N, g*r): every classifier's logits on every row
+        z = logits_all.view(n * g, r).index_select(0, self.flat)  # its own rows
         z = z.view(g, t, r).transpose(1, 2).to(torch.float32, copy=True).contiguous()
         if self.z0 is not None:
             z += self.z0
@@ -128,17 +121,14 @@ class _Group:
         grad_r = torch.bmm(self.basis_t, prob).mul_(self.scale)  # (g, r, t)
         rows = grad_r.transpose(1, 2).reshape(g * t, r).to(X.dtype)
         grad = torch.empty(g, d + 1, r, dtype=torch.float64, device=data.device)
-        if self.blocks is None:
-            buf = self._buffer(X.dtype)
-            if self.has_repeats:
-                buf.zero_()
-                buf.index_add_(0, self.flat, rows)
-            else:
-                buf.index_copy_(0, self.flat, rows)
-            grad_w = tmatmul(buf.view(n, g * r), X)  # (g*r, d); streams X row-major once
-            grad[:, :d, :] = grad_w.view(g, r, d).transpose(1, 2)
-        else:  # repeated rows are separate rows of the blocks: they add up
-            grad[:, :d, :] = (self.blocks[1] @ rows.contiguous()).view(g, d, r)
+        buf = self._buffer(X.dtype)
+        if self.has_repeats:
+            buf.zero_()
+            buf.index_add_(0, self.flat, rows)
+        else:
+            buf.index_copy_(0, self.flat, rows)
+        grad_w = buf.view(n, g * r).T @ X  # (g*r, d); streams X row-major once
+        grad[:, :d, :] = grad_w.view(g, r, d).transpose(1, 2)
         grad[:, :d, :] += data.lam * W
         grad[:, d, :] = grad_r.sum(2, dtype=torch.float64)
         # Stopping criterion: max-abs gradient in the class space (g, d+1, k). In float32

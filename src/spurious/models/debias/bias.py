@@ -35,6 +35,7 @@ from spurious.models.debias.calibration import (
     fit_temperature,
     negative_log_likelihood,
 )
+from spurious.utils.io import check_input_file, text_lines
 
 __all__ = [
     "BiasModelFit",
@@ -404,10 +405,12 @@ def load_bias_file(path: str | Path, dataset: Dataset) -> np.ndarray:
     path = Path(path)
     names = list(dataset.label_names)
     suffix = path.suffix.lower()
+    # A regular file of bounded size (a FIFO would block); lines end at \n only.
+    check_input_file(path, what="Bias file", kind="predictions")
     try:
         if suffix in (".jsonl", ".json"):
-            lines = path.read_text(encoding="utf-8").splitlines()
-            frame = pd.DataFrame([json.loads(line) for line in lines if line.strip()])
+            lines = text_lines(path.read_text(encoding="utf-8"))
+            frame = pd.DataFrame([json.loads(line) for _, line in lines if line.strip()])
         elif suffix in (".csv", ".tsv"):
             frame = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",")
         elif suffix == ".parquet":

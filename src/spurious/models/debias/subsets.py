@@ -25,6 +25,7 @@ import pandas as pd
 
 from spurious.data.dataset import Dataset
 from spurious.exceptions import DataFormatError, ParameterError
+from spurious.utils.io import check_input_file, text_lines
 
 __all__ = ["FLAG_COLUMNS", "load_hard_subset"]
 
@@ -34,15 +35,17 @@ FLAG_COLUMNS = ("hard", "anti_biased", "flag")
 
 def _read_table(path: Path) -> pd.DataFrame:
     suffix = path.suffix.lower()
+    # A regular file of bounded size (a FIFO would block); lines end at \n only.
+    check_input_file(path, what="Hard subset", kind="ids")
     try:
         if suffix == ".txt":
-            ids = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines()]
+            ids = [ln.strip() for _, ln in text_lines(path.read_text(encoding="utf-8"))]
             return pd.DataFrame({"id": [i for i in ids if i]})
         if suffix in (".jsonl", ".json"):
             text = path.read_text(encoding="utf-8")
             if suffix == ".json" and text.lstrip().startswith("["):
                 return pd.DataFrame(json.loads(text))
-            return pd.DataFrame([json.loads(ln) for ln in text.splitlines() if ln.strip()])
+            return pd.DataFrame([json.loads(ln) for _, ln in text_lines(text) if ln.strip()])
         if suffix in (".csv", ".tsv"):
             return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", dtype={"id": str})
         if suffix == ".parquet":

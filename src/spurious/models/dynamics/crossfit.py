@@ -8,7 +8,8 @@ the held-out fold after every epoch, exactly as the evaluation split is recorded
 there is one (paper 002 footnote 5). Every example is then mapped by a model that never
 saw it; each model trains on ``(n_folds - 1) / n_folds`` of the data. On SNLI dev
 (issue 19 item 12) 2 folds tracked an independent difficulty signal better than
-in-sample dynamics (Spearman 0.275 vs 0.229).
+in-sample dynamics (Spearman 0.275 vs 0.229). The folds are independent trainings, one
+executor task each (:mod:`spurious.execution`).
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ import numpy as np
 import pandas as pd
 
 from spurious.exceptions import ParameterError
+from spurious.execution import Executor, resolve_executor
 from spurious.models.dynamics.probe import _check_labels, _check_matrix, _ids, probe_dynamics
 
-__all__ = ["crossfit_dynamics", "stratified_folds"]
+__all__ = ["crossfit_dynamics", "fit_fold", "stratified_folds"]
 
 
 def stratified_folds(y: Any, n_folds: int, random_state: int | None = 0) -> np.ndarray:
@@ -61,6 +63,7 @@ def crossfit_dynamics(
     ids: Sequence[Any] | np.ndarray | None = None,
     random_state: int | None = 0,
     maker: Callable[..., pd.DataFrame] | None = None,
+    executor: str | Executor | None = None,
     **options: Any,
 ) -> pd.DataFrame:
     """Dynamics of every example from a probe that never trained on it (``split="train"``).
@@ -81,6 +84,10 @@ def crossfit_dynamics(
         :func:`~spurious.models.dynamics.probe_dynamics`;
         :func:`~spurious.models.dynamics.option_dynamics` for multiple-choice items
         (``y`` the gold positions, folds stratified by them).
+    executor : "local", "ray", Executor or None, default=None
+        Where the folds train, one task each (``None``: the run's executor,
+        :func:`~spurious.execution.current_executor`, local outside a run); every
+        executor gives the same frame.
     **options
         Keywords of ``maker`` (``model``, ``epochs``, ``lr``, ``batch_size``,
         ``n_classes`` ...). The batch size default follows each fold's training size.
@@ -108,24 +115,39 @@ def crossfit_dynamics(
         if "n_classes" not in options:
             options["n_classes"] = int(yv.max()) + 1 if len(yv) else 0
     base = 0 if random_state is None else int(random_state)
-    parts = []
-    for f in range(n_folds):
-        held, fit = np.flatnonzero(folds == f), np.flatnonzero(folds != f)
-        frame = maker(
-            Xm[fit],
-            yv[fit],
-            Xm[held],
-            yv[held],
-            train_ids=id_arr[fit],
-            eval_ids=id_arr[held],
-            random_state=base + f,
-            **options,
-        )
-        part = frame[frame["split"] == "eval"].copy()
-        part["split"] = "train"
-        part["fold"] = f
-        part["_row"] = np.tile(held, len(part) // max(len(held), 1))
-        parts.append(part)
+    ex, owned = resolve_executor(executor)
+    try:
+        if ex.remote:
+            options["progress"] = None  # a worker's bar would only clutter the log
+        shared = {"X": Xm, "y": yv, "ids": id_arr, "folds": folds, "maker": maker,
+                  "seed": base, "options": options}  # fmt: skip
+        parts = ex.map(fit_fold, range(n_folds), shared=ex.put(shared))
+    finally:
+        if owned:
+            ex.close()
     out = pd.concat(parts, ignore_index=True)
     out = out.sort_values(["epoch", "_row"], kind="stable").drop(columns="_row")
     return out.reset_index(drop=True)
+
+
+def fit_fold(fold: int, shared: dict[str, Any]) -> pd.DataFrame:
+    """The executor task of :func:`crossfit_dynamics`: fold ``fold`` recorded by a probe
+    trained on the other folds (seed ``shared["seed"] + fold``), as ``split="train"``
+    rows with ``fold`` and the row number ``_row``."""
+    folds, X, y, ids = shared["folds"], shared["X"], shared["y"], shared["ids"]
+    held, fit = np.flatnonzero(folds == fold), np.flatnonzero(folds != fold)
+    frame = shared["maker"](
+        X[fit],
+        y[fit],
+        X[held],
+        y[held],
+        train_ids=ids[fit],
+        eval_ids=ids[held],
+        random_state=shared["seed"] + fold,
+        **shared["options"],
+    )
+    part = frame[frame["split"] == "eval"].copy()
+    part["split"] = "train"
+    part["fold"] = fold
+    part["_row"] = np.tile(held, len(part) // max(len(held), 1))
+    return part

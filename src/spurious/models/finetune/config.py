@@ -23,6 +23,7 @@ from numbers import Integral, Real
 from typing import Any, ClassVar
 
 from spurious.exceptions import ParameterError
+from spurious.models.runtime.hardware import check_device
 from spurious.utils.validation import Interval, StrOptions, check_params
 
 #: Where the training split's dynamics come from (see :class:`FineTuneConfig`).
@@ -177,6 +178,7 @@ class FineTuneConfig:
                 f"{[f.name for f in dataclasses.fields(self) if f.name != 'extra']}."
             )
         check_params(self._constraints, self.to_dict(), "FineTuneConfig")
+        check_device(self.device)  # "tpu9" fails here, not inside torch after the data load
         if self.precision == "fp16" and self.device == "cpu":
             raise ParameterError(
                 "The 'precision' parameter 'fp16' needs a CUDA device; on CPU use 'bf16', "

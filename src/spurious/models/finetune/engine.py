@@ -61,6 +61,7 @@ from spurious.models.runtime import (
     resolve_device,
     resolve_model,
 )
+from spurious.models.runtime.loading import check_max_length
 from spurious.utils.io import atomic_write, atomic_write_json
 from spurious.views import get_view
 
@@ -146,6 +147,12 @@ def fine_tune(
         )
     if output_dir is None:
         raise ParameterError("The 'output_dir' parameter is required (a folder to write to).")
+    if Path(output_dir).exists() and not Path(output_dir).is_dir():
+        raise ParameterError(
+            f"The 'output_dir' parameter {os.fspath(output_dir)!r} is a file; a "
+            "fine-tune writes a folder (model, dynamics, metrics). Choose a folder path."
+        )
+    check_max_length(cfg.model, cfg.max_length)  # before any file is written
     _check_data(train, eval)
     view = get_view(train.task, cfg.view)
     side = check_side_inputs(cfg.loss, len(train), train.n_classes, bias_probs, teacher_probs)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +23,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "PRECISIONS",
     "amp_context",
+    "check_device",
     "cpu_supports_bf16",
     "inference_context",
     "resolve_device",
@@ -65,6 +67,33 @@ def cpu_supports_bf16() -> bool:
     return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
 
 
+#: Device strings a ``device`` parameter accepts (torch's names for the devices we run on).
+_DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
+
+
+def check_device(device: object, what: str = "'device' parameter") -> str:
+    """Refuse a device string torch would not parse (``"tpu9"``), before any work.
+
+    Whether the device exists here is :func:`resolve_device`'s question, asked when the
+    model is placed; this is the spelling only, so it needs no torch.
+
+    Examples
+    --------
+    >>> check_device("cuda:1")
+    'cuda:1'
+    >>> check_device("tpu9")
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.ParameterError: The 'device' parameter must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps'. Got 'tpu9' instead.
+    """
+    if not isinstance(device, str) or not _DEVICE.fullmatch(device):
+        raise ParameterError(
+            f"The {what} must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps'. Got "
+            f"{device!r} instead."
+        )
+    return device
+
+
 def resolve_device(device: str) -> str:
     """``"auto"`` -> ``"cuda"`` when available else ``"cpu"``; a CUDA device without CUDA
     is an error naming the parameter.
@@ -74,12 +103,24 @@ def resolve_device(device: str) -> str:
     >>> resolve_device("cpu")
     'cpu'
     """
+    check_device(device)
     torch = import_torch("Transformer models", "encoder")
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ParameterError(
             f"The 'device' parameter is {device!r} but CUDA is not available; use 'cpu' or 'auto'."
+        )
+    index = int(device.partition(":")[2] or 0)
+    if device.startswith("cuda:") and index >= torch.cuda.device_count():
+        raise ParameterError(
+            f"The 'device' parameter is {device!r} but this machine has "
+            f"{torch.cuda.device_count()} CUDA device(s) (cuda:0 ...); use one of them or 'auto'."
+        )
+    if device == "mps" and not torch.backends.mps.is_available():
+        raise ParameterError(
+            "The 'device' parameter is 'mps' but Apple's MPS backend is not available here; "
+            "use 'cpu' or 'auto'."
         )
     return device
 

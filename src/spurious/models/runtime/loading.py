@@ -9,13 +9,20 @@ noise while a model loads.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from spurious.exceptions import ParameterError, missing_dependency
 
-__all__ = ["MODEL_ALIASES", "default_model_path", "quiet_transformers", "resolve_model"]
+__all__ = [
+    "MODEL_ALIASES",
+    "check_max_length",
+    "default_model_path",
+    "quiet_transformers",
+    "resolve_model",
+]
 
 #: Short names of bundled models.
 MODEL_ALIASES: tuple[str, ...] = ("minilm",)
@@ -68,6 +75,12 @@ def resolve_model(model: str | os.PathLike[str]) -> tuple[str, bool, str]:
     path = Path(model).expanduser()
     if path.is_dir():
         path = path.resolve()
+        if not (path / "config.json").is_file():
+            raise ParameterError(
+                f"The 'model' parameter names the folder {str(model)!r}, which holds no model "
+                "(no config.json): pass a Hugging Face model folder (config.json, weights, "
+                f"tokenizer files), a hub name, or one of {list(MODEL_ALIASES)}."
+            )
         stamps = sorted(
             f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}"
             for p in path.iterdir()
@@ -84,6 +97,46 @@ def resolve_model(model: str | os.PathLike[str]) -> tuple[str, bool, str]:
         )
     # Anything else is taken as a Hugging Face hub name, explicitly asked for by the user.
     return str(model), False, str(model)
+
+
+#: ``model_max_length`` values that mean "no limit set" (transformers' VERY_LARGE_INTEGER).
+_UNSET_LENGTH = 10**9
+
+
+def check_max_length(model: str | os.PathLike[str], max_length: int) -> None:
+    """Refuse a ``max_length`` beyond the positions the model has (a local model folder or
+    the bundled one; a hub name is not read here).
+
+    The limit is the tokenizer's ``model_max_length`` (``tokenizer_config.json``) or else
+    the model's ``max_position_embeddings`` (``config.json``). Inputs longer than the
+    position table end inside the model with an index error; checked before any work.
+
+    Examples
+    --------
+    >>> check_max_length("minilm", 128)  # doctest: +SKIP
+    >>> check_max_length("minilm", 100_000)  # doctest: +SKIP
+    Traceback (most recent call last):
+    ...
+    spurious.exceptions.ParameterError: The 'max_length' parameter must be at most 512 ...
+    """
+    path, is_local, _ = resolve_model(model)
+    if not is_local:
+        return
+    limits = []
+    for name, key in (("tokenizer_config.json", "model_max_length"),
+                      ("config.json", "max_position_embeddings")):  # fmt: skip
+        try:
+            value = json.loads((Path(path) / name).read_text(encoding="utf-8")).get(key)
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(value, int | float) and 0 < value < _UNSET_LENGTH:
+            limits.append(int(value))
+    if limits and max_length > min(limits):
+        raise ParameterError(
+            f"The 'max_length' parameter must be at most {min(limits)} for "
+            f"the model {str(model)!r}, which has {min(limits)} positions; got {max_length}. "
+            "Longer inputs are truncated to it."
+        )
 
 
 @contextlib.contextmanager

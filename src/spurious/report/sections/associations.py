@@ -175,9 +175,7 @@ def associations_section(result: Result) -> Section:
         figure,
         _feature_table(rows) if rows else Markup(""),
         legend,
-        details_block("Label shares per bin of the flagged features", bins, open_=True)
-        if bins
-        else Markup(""),
+        details_block("Label shares per bin of the flagged features", bins) if bins else Markup(""),
         title="associations — heuristics and properties that give the label away",
         extra=extra,
     )

@@ -20,7 +20,6 @@ from spurious.report import plots
 from spurious.report.components import (
     Plot,
     Stat,
-    details_block,
     example_table,
     figure_block,
     finite,
@@ -255,7 +254,9 @@ def atlas_section(result: Result) -> Section:
         _field_table(m, fields) if fields else Markup(""),
         figure_block(figures),
         legend,
-        details_block("Top tokens per field and label", Markup("").join(top_blocks), open_=True)
+        render_fragment(
+            "<h4>Top tokens per field and label</h4>{{ t }}", t=Markup("").join(top_blocks)
+        )
         if any(top_blocks)
         else Markup(""),
         title="atlas — words that give the label away",

@@ -21,7 +21,6 @@ from spurious.report import plots
 from spurious.report.components import (
     Plot,
     Stat,
-    details_block,
     example_table,
     figure_block,
     finite,
@@ -67,7 +66,7 @@ def data_map_figure(
     title: str | None = None,
     max_points: int = 6000,
     random_state: int = 0,
-    size: tuple[float, float] = (5.6, 4.6),
+    size: tuple[float, float] = (4.8, 4.0),
     fig: Figure | None = None,
     spec: Any = None,
 ) -> Figure | None:
@@ -87,7 +86,8 @@ def data_map_figure(
     random_state : int
         Seeds the sample of plotted points.
     size : (float, float)
-        Figure size in inches (a new figure).
+        Figure size in inches (a new figure). The default lets two maps share a row of
+        the report at full scale (see :func:`spurious.report.plots.image_css_size`).
     fig, spec : Figure and SubplotSpec, optional
         Draw into this cell of an existing figure (e.g. two maps side by side).
 
@@ -143,7 +143,7 @@ def data_map_figure(
         a.tick_params(labelleft=False, labelbottom=False, left=False, bottom=False)
         for side in ("top", "right", "left", "bottom"):
             a.spines[side].set_visible(False)
-    top.set_ylabel("density", fontsize=7)
+    top.set_ylabel("density", fontsize=8)
     cut = finite(anti_biased_cut)
     if cut is not None:
         ax.axhline(cut, color=plots.PALETTE["flagged"], linestyle="--", linewidth=1.0)
@@ -151,7 +151,7 @@ def data_map_figure(
         # labels at the left and right edges.
         ax.text(
             0.5, cut, "anti-biased below", transform=ax.get_yaxis_transform(), ha="center",
-            va="top", fontsize=7, color=plots.PALETTE["flagged"],
+            va="top", fontsize=8, color=plots.PALETTE["flagged"],
             bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.7},
         )  # fmt: skip
     box = {"boxstyle": "round,pad=0.25", "fc": "white", "ec": "#9ca3af", "alpha": 0.85}
@@ -407,7 +407,7 @@ def _by_label(details: Mapping[str, Any]) -> Markup:
     return render_fragment("<h4>Per label</h4>{{ t }}", t=html_table(headers, rows))
 
 
-def _example_tables(details: Mapping[str, Any], view: str) -> Markup:
+def _example_tables(details: Mapping[str, Any], view: str, *, collapsed: bool = True) -> Markup:
     examples = (details.get("examples") or {}).get(view)
     if not isinstance(examples, Mapping):
         return Markup("")
@@ -441,6 +441,7 @@ def _example_tables(details: Mapping[str, Any], view: str) -> Markup:
                 text_columns=["id", "label", *text_fields],
                 title=f"{label.capitalize()} examples",
                 note=f"Region rule: {rule}. Most typical first.",
+                collapsed=collapsed,
             )
         )
     return Markup("").join(blocks)
@@ -506,7 +507,8 @@ def cartography_section(result: Result) -> Section:
     details = result.details or {}
     views = _views(result)
     extra: dict[str, Markup] = {"All metrics": metrics_table(m)} if m else {}
-    partial_examples = _example_tables(details, "partial")
+    # In the folded footer block already: not folded a second time.
+    partial_examples = _example_tables(details, "partial", collapsed=False)
     if partial_examples:
         extra[f"Examples per region of the partial input ({views.get('partial')})"] = (
             partial_examples
@@ -525,7 +527,7 @@ def cartography_section(result: Result) -> Section:
         _regions_table(m, views),
         _crosstab(details, views),
         _by_label(details),
-        details_block("Examples per region (full input)", full_examples, open_=True)
+        render_fragment("<h4>Examples per region (full input)</h4>{{ t }}", t=full_examples)
         if full_examples
         else Markup(""),
         title="cartography — data maps and anti-biased examples",

@@ -28,6 +28,7 @@ from spurious.report.components import (
 )
 from spurious.report.sections import Section, register_section, result_section
 from spurious.results import Result
+from spurious.utils.metric_keys import metric_key
 
 __all__ = [
     "accuracy_heatmap",
@@ -67,7 +68,7 @@ def accuracy_heatmap(
     if grid.size == 0 or not np.isfinite(grid).any():
         return None
     fig = Figure(
-        figsize=(1.6 + 0.9 * len(adversaries), 0.9 + 0.38 * len(models)), layout="constrained"
+        figsize=(1.9 + 1.05 * len(adversaries), 1.1 + 0.45 * len(models)), layout="constrained"
     )
     ax = fig.add_subplot()
     lo = min(float(np.nanmin(grid)), chance if chance is not None else 1.0)
@@ -76,7 +77,7 @@ def accuracy_heatmap(
         for j in range(grid.shape[1]):
             if np.isfinite(grid[i, j]):
                 mark = "*" if chance is not None and grid[i, j] <= chance else ""
-                ax.text(j, i, f"{grid[i, j]:.3f}{mark}", ha="center", va="center", fontsize=7,
+                ax.text(j, i, f"{grid[i, j]:.3f}{mark}", ha="center", va="center", fontsize=9,
                         color="white" if grid[i, j] < (lo + np.nanmax(grid)) / 2 else "black")  # fmt: skip
     ax.set_xticks(range(len(adversaries)), [plots.plain(a) for a in adversaries], rotation=30,
                   ha="right")  # fmt: skip
@@ -85,7 +86,7 @@ def accuracy_heatmap(
     title = f"{score} on the AF-selected set"
     if chance is not None:
         title += f" (chance {chance:.3f}; * = at or below chance)"
-    ax.set_title(plots.plain(title), fontsize=8)
+    ax.set_title(plots.plain(title), fontsize=9)
     fig.colorbar(im, ax=ax, fraction=0.05, label=score)
     return plots.figure_to_data_uri(fig)
 
@@ -198,8 +199,37 @@ def _fmt_ci(v: Any, lo: Any, hi: Any) -> str | None:
     return f"{v:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None else "")
 
 
+def _score(d: Mapping[str, Any]) -> tuple[str, str]:
+    """``(key, words)`` of what the matrix holds: ``("f1", "SQuAD F1 (0-1 ...)")`` on QA.
+
+    Results written before the scores were named (``details["score"]`` = ``"SQuAD F1"``,
+    matrix cells under ``"accuracy"``) read as F1.
+
+    Examples
+    --------
+    >>> _score({"score": "f1", "score_name": "SQuAD F1 (0-1)"}), _score({"score": "SQuAD F1"})
+    (('f1', 'SQuAD F1 (0-1)'), ('f1', 'SQuAD F1 (0-1)'))
+    >>> _score({})
+    ('accuracy', 'accuracy')
+    """
+    raw = str(d.get("score") or "accuracy")
+    key = "f1" if "f1" in raw.lower() else raw
+    words = d.get("score_name") or ("SQuAD F1 (0-1)" if key == "f1" else key)
+    return key, str(words)
+
+
+def _cell(row: Mapping[str, Any], key: str) -> Any:
+    # Rows written before the scores were named hold every score under "accuracy".
+    return row.get(key, row.get("accuracy"))
+
+
+def _mean(m: Mapping[str, Any], key: str, adversary: str) -> Any:
+    # Results written before the "/" keys: mean_acc_<adv>.
+    return m.get(metric_key(f"mean_{key}", adversary), m.get(f"mean_acc_{adversary}"))
+
+
 def _matrix_table(d: Mapping[str, Any]) -> Markup:
-    score = str(d.get("score") or "accuracy")
+    key, score = _score(d)
     cells = [r for r in d.get("matrix") or [] if isinstance(r, Mapping)]
     if not cells:
         return Markup("")
@@ -211,7 +241,7 @@ def _matrix_table(d: Mapping[str, Any]) -> Markup:
         row: list[Any] = [m]
         for a in advs:
             r = by.get((m, a), {})
-            txt = _fmt_ci(r.get("accuracy"), r.get("ci_low"), r.get("ci_high"))
+            txt = _fmt_ci(_cell(r, key), r.get("ci_low"), r.get("ci_high"))
             sd = finite(r.get("seed_sd"))
             row.append(None if txt is None else txt + (f" ±{sd:.3f}" if sd else ""))
         rows.append(row)
@@ -219,9 +249,13 @@ def _matrix_table(d: Mapping[str, Any]) -> Markup:
     rows.append(["examples (mean)", *(finite(n_sel.get(a)) for a in advs)])
     return render_fragment(
         '{{ t }}<p class="legend">{{ s }}, mean over AFLite seeds, [bootstrap 95% interval '
-        "over evaluation examples] ±sd over seeds.</p>",
+        "over evaluation examples] ±sd over seeds.{{ scale }}</p>",
         t=html_table(["Model", *advs], rows, wide=True),
         s=score[:1].upper() + score[1:],
+        scale=" SQuAD F1 and EM are on a 0-1 scale, as every score here; the official "
+        "script and Hugging Face evaluate's squad metric print them x100."
+        if key != "accuracy"
+        else "",
     )
 
 
@@ -291,10 +325,10 @@ def _agreement_table(d: Mapping[str, Any]) -> Markup:
 
 
 def _stats(m: Mapping[str, Any], d: Mapping[str, Any]) -> Markup:
-    score = str(d.get("score") or "accuracy")
-    stats = [Stat(f"Mean {score}, full set", m.get("mean_acc_none"), kind="float")]
+    key, score = _score(d)
+    stats = [Stat(f"Mean {score}, full set", _mean(m, key, "none"), kind="float")]
     advs = list(d.get("adversary_order") or [])
-    vals = {a: finite(m.get(f"mean_acc_{a}")) for a in advs}
+    vals = {a: finite(_mean(m, key, a)) for a in advs}
     vals = {a: v for a, v in vals.items() if v is not None}
     if vals:
         a = min(vals, key=vals.get)
@@ -313,20 +347,20 @@ def fairness_section(result: Result) -> Section:
     Examples
     --------
     >>> import pandas as pd
-    >>> r = Result("fairness", pd.DataFrame({"id": ["a"]}), {"mean_acc_none": 0.7},
+    >>> r = Result("fairness", pd.DataFrame({"id": ["a"]}), {"mean_accuracy/none": 0.7},
     ...            details={"verdict": "<b>fair</b>"})
     >>> html = fairness_section(r).html_body
-    >>> "&lt;b&gt;fair" in html and "<b>fair" not in html
+    >>> "&lt;b&gt;fair" in html and "<b>fair" not in html and "0.700" in html
     True
     """
     m = result.metrics or {}
     d = result.details or {}
     advs = ["none", *[str(a) for a in d.get("adversary_order") or []]]
     models = [str(x) for x in d.get("models") or []]
-    cells = {(str(r.get("model")), str(r.get("adversary"))): r.get("accuracy")
+    key, score = _score(d)
+    cells = {(str(r.get("model")), str(r.get("adversary"))): _cell(r, key)
              for r in d.get("matrix") or [] if isinstance(r, Mapping)}  # fmt: skip
-    score = str(d.get("score") or "accuracy")
-    qa = score != "accuracy"  # QA: SQuAD F1, agreement among the annotators' answers
+    qa = key != "accuracy"  # QA: SQuAD F1, agreement among the annotators' answers
     figures = [
         Plot(
             plots.safe_plot(
@@ -337,9 +371,9 @@ def fairness_section(result: Result) -> Section:
                 chance=finite(m.get("chance")),
                 score=score,
             ),
-            "Accuracy of each model on each adversary's AF-selected set.",
-            "Accuracy per evaluated model (rows) on each adversary's AF-selected set (paper "
-            "004 Fig. 7); none = the full evaluation set.",
+            f"{score[:1].upper() + score[1:]} of each model on each adversary's AF-selected set.",
+            f"{score[:1].upper() + score[1:]} per evaluated model (rows) on each adversary's "
+            "AF-selected set (paper 004 Fig. 7); none = the full evaluation set.",
         ),
         Plot(
             plots.safe_plot(stage_breakdown_plot, d.get("stages") or []),

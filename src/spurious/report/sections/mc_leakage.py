@@ -22,7 +22,6 @@ from matplotlib.figure import Figure
 from spurious.report import plots
 from spurious.report.components import (
     MISSING,
-    Cell,
     Header,
     Plot,
     Stat,
@@ -36,6 +35,7 @@ from spurious.report.components import (
     stat_block,
 )
 from spurious.report.sections import Section, register_section, result_section
+from spurious.report.sections._choice_views import ChoiceWords, view_label, view_names, views_table
 from spurious.report.sections.partial_input import BarSpec, accuracy_plot
 from spurious.results import Result
 
@@ -63,72 +63,23 @@ logit (one weight vector scoring every option, a softmax over the item's options
 frozen features.</p>"""
 
 
+_WORDS = ChoiceWords()
+
+
 def _views(result: Result) -> list[str]:
-    given = (result.details or {}).get("views")
-    if isinstance(given, list) and given:
-        return [str(v) for v in given]
-    return [v for v in _VIEWS if f"accuracy_{v}" in (result.metrics or {})]
-
-
-def _label(view: str) -> str:
-    return view.replace("_only", "-only").replace("_", " ")
+    return view_names(result, _VIEWS)
 
 
 def _views_table(views: list[str], m: Mapping[str, Any]) -> Markup:
-    dash = Cell(text=MISSING, sort="", numeric=True, css="na")
-    rows: list[list[Any]] = []
-    for v in views:
-        partial = v != "full" and "accuracy_full" in m
-        rows.append(
-            [
-                Cell(
-                    text=render_fragment(
-                        '<span class="cond">{{ v }}</span><span class="role">{{ r }}</span>',
-                        v=_label(v),
-                        r=_ROLE.get(v, ""),
-                    ),
-                    sort=v,
-                ),
-                metric_cell(m, f"accuracy_{v}"),
-                finite(m.get("chance")),
-                metric_cell(m, f"delta_chance_{v}", "signed"),
-                metric_cell(m, f"recovery_{v}", "percent") if partial else dash,
-                metric_cell(m, f"nba_{v}") if partial else dash,
-                metric_cell(m, f"nbr_{v}") if partial else dash,
-            ]
-        )
-    if "majority_accuracy" in m:
-        rows.append(
-            [
-                Cell(
-                    text=render_fragment(
-                        '<span class="cond">majority letter</span><span class="role">'
-                        "always answer the most frequent training gold letter</span>"
-                    ),
-                    sort="~majority",
-                ),
-                metric_cell(m, "majority_accuracy"),
-                finite(m.get("chance")),
-                *[dash] * 4,
-            ]
-        )
-    headers = [
-        ("View", "what the probe saw"),
-        ("Accuracy", "share of items the probe answers right"),
-        ("Chance", "mean of 1/k over the items"),
-        (Markup("Δ<sub>chance</sub>"), "accuracy minus chance"),
-        (Markup("%R<sub>R</sub>"), "(accuracy - chance) / (full accuracy - chance)"),
-        ("NBA", "share of items where this view's and the full probe's answers agree"),
-        ("NBR", "of the agreeing items, the share both answer right"),
-    ]
-    return html_table(headers, rows, css="metrics pi-metrics") + render_fragment(_LEGEND)
+    table = views_table(views, m, roles=_ROLE, words=_WORDS)
+    return table + render_fragment(_LEGEND)
 
 
 def _stats(views: list[str], m: Mapping[str, Any], details: Mapping[str, Any]) -> Markup:
     judged = str(details.get("judged_view") or "choices_only")
     stats: list[Stat] = []
     if f"accuracy_{judged}" in m:
-        stats.append(Stat(f"{_label(judged)} accuracy", metric_cell(m, f"accuracy_{judged}")))
+        stats.append(Stat(f"{view_label(judged)} accuracy", metric_cell(m, f"accuracy_{judged}")))
     if "chance" in m:
         stats.append(Stat("Chance (mean 1/k)", finite(m.get("chance"))))
     if f"delta_chance_{judged}" in m:
@@ -182,7 +133,7 @@ def group_leakage_plot(
     ax.axvline(0.0, color=plots.PALETTE["baseline"], linestyle="--", linewidth=1.0)
     names = [plots.plain(str(g)) for g in rows["group"]]
     ax.set_yticks(y, [n if len(n) <= 40 else n[:39] + "…" for n in names], fontsize=7)
-    ax.set_xlabel(f"accuracy over chance ({_label(view)} probe)")
+    ax.set_xlabel(f"accuracy over chance ({view_label(view)} probe)")
     ax.xaxis.grid(True, color=plots.PALETTE["grid"], zorder=0)
     ax.set_axisbelow(True)
     return plots.figure_to_data_uri(fig)
@@ -193,7 +144,7 @@ def _figures(
 ) -> Markup:
     bars = [
         BarSpec(
-            label=_label(v),
+            label=view_label(v),
             value=finite(m.get(f"accuracy_{v}")),
             low=finite(m.get(f"accuracy_{v}_ci_low")),
             high=finite(m.get(f"accuracy_{v}_ci_high")),
@@ -215,7 +166,7 @@ def _figures(
                 plots.safe_plot(group_leakage_plot, groups, view=judged)
                 if groups is not None
                 else None,
-                f"Groups with the highest {_label(judged)} accuracy over chance, with intervals.",
+                f"Groups with the highest {view_label(judged)} accuracy over chance, with intervals.",
                 f"The {_TOP} groups leaking most: accuracy over chance with bootstrap 95% "
                 "intervals (red: the interval lies above 0; unadjusted for the number of "
                 "groups).",
@@ -246,7 +197,10 @@ def _groups_table(groups: pd.DataFrame | None) -> Markup:
     headers: list[Header] = [
         "group",
         ("n", "items scored"),
-        *((_label(c[len("accuracy_") :]), f"accuracy, {c[len('accuracy_') :]}") for c in acc_cols),
+        *(
+            (view_label(c[len("accuracy_") :]), f"accuracy, {c[len('accuracy_') :]}")
+            for c in acc_cols
+        ),
         ("chance", "mean of 1/k"),
         (Markup("Δ<sub>chance</sub>"), "judged view's accuracy minus chance"),
         ("95% interval", "bootstrap over the group's items"),

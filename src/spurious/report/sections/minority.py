@@ -84,7 +84,8 @@ def cluster_label_plot(
     )
     sizes = counts.sum(axis=1)
     shares = counts / np.maximum(sizes[:, None], 1.0)
-    fig = Figure(figsize=(6.0, 0.35 * len(rows) + 1.4))
+    # Constrained layout sizes the margins to the labels and the legend below the axes.
+    fig = Figure(figsize=(6.0, 0.3 * len(rows) + 1.2), layout="constrained")
     ax = fig.add_subplot()
     y = np.arange(len(rows))[::-1]
     colors = [plots.SERIES_COLORS[j % len(plots.SERIES_COLORS)] for j in range(len(names))]
@@ -105,14 +106,12 @@ def cluster_label_plot(
     ax.set_xlim(0.0, 1.0)
     ax.set_xlabel("share of the cluster's training examples")
     ax.axvline(0.9, color=plots.PALETTE["baseline"], linestyle=":", linewidth=0.8)
-    ax.legend(
+    fig.legend(
         handles=[plots.legend_patch(colors[j], plots.plain(name)) for j, name in enumerate(names)],
-        fontsize=7,
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.25),
-        ncol=len(names),
+        fontsize=8,
+        loc="outside lower center",
+        ncols=min(len(names), 4),
     )
-    fig.subplots_adjust(bottom=0.3, left=0.2)
     return plots.figure_to_data_uri(fig)
 
 
@@ -276,6 +275,7 @@ def _examples(details: Mapping[str, Any]) -> Markup:
                     note="anti-biased (minority label of the cluster)"
                     if kind == "minority"
                     else "biased (the cluster's majority label)",
+                    collapsed=False,  # inside the folded "Examples per cluster" block
                 )
             )
     return Markup("").join(blocks)

@@ -500,7 +500,7 @@ def peco_section(result: Result) -> Section:
         _stats(m, divergence),
         _figures(result),
         _cartography_note(m),
-        details_block("Biased regions", _regions(details, m), open_=True),
+        _regions(details, m),  # its own heading; the example tables in it are folded
         details_block("Parameter sweep (App. C)", sweep) if sweep else Markup(""),
         title="PECO — single-sentence label leakage by clusters",
         extra=extra,

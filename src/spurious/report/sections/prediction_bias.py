@@ -33,12 +33,14 @@ from spurious.report.components import (
 from spurious.report.sections import Section, register_section, result_section
 from spurious.results import Result
 from spurious.stats.bias_results import BootstrapOptions
+from spurious.utils.metric_keys import metric_key
 
 __all__ = [
     "BIAS_SCALE_MIN",
     "HUMAN",
     "bias_color",
     "bias_curve_plot",
+    "metric_words",
     "prediction_bias_section",
 ]
 
@@ -133,6 +135,23 @@ def _scale_legend(vmax: float, steps: int = 5) -> Markup:
     )
 
 
+def _get(metrics: Mapping[str, Any], old: str, metric: str, *names: str) -> Any:
+    """``metric/<names>``, or the flat key of a result written before the "/" keys."""
+    return metrics.get(metric_key(metric, *names), metrics.get(old))
+
+
+def metric_words(metric: str) -> str:
+    """The per-example score in words, its scale stated for SQuAD's.
+
+    Examples
+    --------
+    >>> metric_words("em"), metric_words("accuracy")
+    ('SQuAD EM (0-1; HF evaluate prints x100)', 'accuracy')
+    """
+    names = {"em": "SQuAD EM", "f1": "SQuAD F1"}
+    return f"{names[metric]} (0-1; HF evaluate prints x100)" if metric in names else metric
+
+
 def _overview_table(details: Mapping[str, Any], metrics: Mapping[str, Any]) -> Markup:
     table = details.get("table") or []
     models = list(details.get("models") or dict.fromkeys(r.get("model") for r in table))
@@ -152,12 +171,13 @@ def _overview_table(details: Mapping[str, Any], metrics: Mapping[str, Any]) -> M
     vmax = _scale_top([*table, *human.values()])
     headers: list[Any] = [
         "model",
-        ("overall", "the model's mean score on all examples"),
+        ("overall", "the model's mean score on all examples (0-1)"),
         *heur,
     ]
     rows: list[list[Any]] = []
     for m in models:
-        row: list[Any] = [m, finite(metrics.get(f"overall_{m}"))]
+        score = str(details.get("metric") or "accuracy")
+        row: list[Any] = [m, finite(_get(metrics, f"overall_{m}", score, m))]
         row += [_bias_cell(by_key.get((m, h)), vmax) for h in heur]
         rows.append(row)
     if natural:
@@ -168,13 +188,12 @@ def _overview_table(details: Mapping[str, Any], metrics: Mapping[str, Any]) -> M
         thr_row: list[Any] = [Cell(text="threshold T", css="muted"), None]
         size_row: list[Any] = [Cell(text="n low / high", css="muted"), None]
         for h in heur:
-            t = finite(metrics.get(f"threshold_{h}"))
+            t = finite(_get(metrics, f"threshold_{h}", "threshold", h))
             thr_row.append(
                 Cell(text=f"{t:g}", sort=repr(t), numeric=True) if t is not None else None
             )
-            size_row.append(
-                f"{_num(metrics.get(f'n_low_{h}'), 'int')} / {_num(metrics.get(f'n_high_{h}'), 'int')}"
-            )
+            low, high = (_get(metrics, f"{k}_{h}", k, h) for k in ("n_low", "n_high"))
+            size_row.append(f"{_num(low, 'int')} / {_num(high, 'int')}")
         rows += [thr_row, size_row]
     return html_table(headers, rows, css="compact bias-table", wide=True) + _scale_legend(vmax)
 
@@ -368,14 +387,14 @@ def prediction_bias_section(result: Result) -> Section:
     >>> import pandas as pd
     >>> row = {"model": "m", "heuristic": "h", "bias": 0.12, "worse_performance": 0.5,
     ...        "threshold": 3.0, "n_low": 900, "n_high": 1100}
-    >>> r = Result("prediction_bias", pd.DataFrame({"id": ["a"]}), {"threshold_h": 3.0},
+    >>> r = Result("prediction_bias", pd.DataFrame({"id": ["a"]}), {"threshold/h": 3.0},
     ...            details={"models": ["m"], "heuristics": ["h"], "table": [row]})
     >>> "0.120" in prediction_bias_section(r).html_body
     True
     """
     details = result.details or {}
     metrics = result.metrics or {}
-    metric = str(details.get("metric") or result.params.get("metric") or "score")
+    metric = metric_words(str(details.get("metric") or result.params.get("metric") or "score"))
     how = (
         "Thresholds chosen on <b>{{ ref }}</b> and shared by every model."
         if details.get("shared_threshold", True)

@@ -1,15 +1,18 @@
-"""Answer-sentence selection: the candidates and features of the QA adversaries.
+"""Answer-sentence selection: extractive QA as choosing one of a context's sentences.
 
-Extractive QA is reduced to a classification AFLite can filter, **answer-sentence
-selection** (a deviation: paper 004 filters classification sets only): a question's
-candidates are the sentences of its context (split by
+Extractive QA is reduced to a choice among candidates, **answer-sentence selection**: a
+question's candidates are the sentences of its context (split by
 :func:`spurious.heuristics.qa.sentence_starts`, the splitter the QA heuristics use), and
 its label is the index of the sentence holding the first gold answer's start
-(:func:`answer_sentences`). An adversary is a set of features per (question, sentence)
-pair (:func:`candidate_features`), packed one question per row for the conditional logit
-(:func:`pack_candidates`).
+(:func:`answer_sentences`). A model sees a set of features per (question, sentence)
+pair, packed one question per row (:func:`pack_candidates`) for the conditional logit
+(:class:`~spurious.models.conditional_logit.ConditionalLogit`). Two analyses use it:
+``fairness`` filters QA with AFLite on it (paper 004 filters classification sets only)
+and ``qa_partial_input`` measures question-only and passage-only baselines with it
+(the partial-input views are built in :mod:`spurious.features.qa_views`).
 
-Adversaries, weakest first (:data:`QA_ADVERSARIES`):
+The feature sets of :func:`candidate_features`, weakest first (:data:`QA_ADVERSARIES`,
+the fairness adversaries):
 
 - ``qa_position``: the sentence's position (first, last, relative, log index) and length;
 - ``qa_lexical``: + unigram and bigram overlap with the question, tf-idf cosine and a
@@ -47,10 +50,16 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "QA_ADVERSARIES",
+    "WH_ORDER",
     "SentenceCandidates",
     "answer_sentences",
+    "answer_type_features",
     "candidate_features",
+    "lexical_features",
     "pack_candidates",
+    "position_features",
+    "question_type",
+    "regex_cues",
 ]
 
 #: QA adversaries, weakest first (feature sets of :func:`candidate_features`).
@@ -60,7 +69,7 @@ _WH_GROUPS = {
     "who": "who", "whom": "who", "whose": "who", "when": "when", "where": "where",
     "which": "which", "what": "what", "why": "why", "how": "how",
 }  # fmt: skip
-_WH_ORDER = ("who", "when", "where", "which", "what", "why", "how", "how_quantity", "other")
+WH_ORDER = ("who", "when", "where", "which", "what", "why", "how", "how_quantity", "other")
 _CUES = {
     "number": re.compile(r"\d"),
     "year": re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b"),
@@ -119,6 +128,31 @@ class SentenceCandidates:
         """K: the most sentences any context has."""
         return int(self.n_sentences.max()) if len(self.n_sentences) else 0
 
+    def concat(self, other: SentenceCandidates) -> SentenceCandidates:
+        """The questions of ``self`` then those of ``other`` (two splits as one).
+
+        Examples
+        --------
+        >>> a = SentenceCandidates(np.array([0, 0]), np.array([0, 1]), np.array([2]),
+        ...                        ["x", "y"], np.array([1]))
+        >>> b = a.concat(a)
+        >>> b.question.tolist(), b.label.tolist()
+        ([0, 0, 1, 1], [1, 1])
+        """
+
+        def joined(x: list[Any] | None, y: list[Any] | None) -> list[Any] | None:
+            return None if x is None or y is None else [*x, *y]
+
+        return SentenceCandidates(
+            question=np.concatenate([self.question, other.question + len(self.n_sentences)]),
+            position=np.concatenate([self.position, other.position]),
+            n_sentences=np.concatenate([self.n_sentences, other.n_sentences]),
+            text=[*self.text, *other.text],
+            label=np.concatenate([self.label, other.label]),
+            contexts=joined(self.contexts, other.contexts),
+            bounds=joined(self.bounds, other.bounds),
+        )
+
 
 def answer_sentences(dataset: Dataset) -> SentenceCandidates:
     """Split every context into sentences; label each question with its answer's sentence.
@@ -149,7 +183,12 @@ def answer_sentences(dataset: Dataset) -> SentenceCandidates:
     f = dataset.frame
     starts_col = f["answer_starts"] if "answer_starts" in f else [None] * len(f)
     memo: dict[str, tuple[list[int], list[str]]] = {}
-    q_idx, pos, n_sent, texts, labels, all_bounds = [], [], [], [], [], []
+    q_idx: list[int] = []
+    pos: list[int] = []
+    n_sent: list[int] = []
+    texts: list[str] = []
+    labels: list[int] = []
+    all_bounds: list[list[int]] = []
     for i, (context, answers, starts) in enumerate(
         zip(f["context"], f["answers"], starts_col, strict=True)
     ):
@@ -191,7 +230,7 @@ def _pair_sums(Q: sp.csr_matrix, S: sp.csr_matrix, cands: SentenceCandidates) ->
     return np.asarray(Q[cands.question].multiply(S).sum(axis=1)).ravel()
 
 
-def _position_features(c: SentenceCandidates) -> dict[str, np.ndarray]:
+def position_features(c: SentenceCandidates) -> dict[str, np.ndarray]:
     n = c.n_sentences[c.question]
     return {
         "is_first": (c.position == 0).astype(float),
@@ -202,7 +241,7 @@ def _position_features(c: SentenceCandidates) -> dict[str, np.ndarray]:
     }
 
 
-def _lexical_features(c: SentenceCandidates, questions: Sequence[str]) -> dict[str, np.ndarray]:
+def lexical_features(c: SentenceCandidates, questions: Sequence[str]) -> dict[str, np.ndarray]:
     from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 
     q_words = [words(q) for q in questions]
@@ -235,7 +274,7 @@ def _lexical_features(c: SentenceCandidates, questions: Sequence[str]) -> dict[s
     }
 
 
-def _question_type(question: str) -> str:
+def question_type(question: str) -> str:
     ws = words(question)
     for i, w in enumerate(ws):
         if w in _WH_GROUPS:
@@ -243,6 +282,22 @@ def _question_type(question: str) -> str:
                 return "how_quantity"
             return _WH_GROUPS[w]
     return "other"
+
+
+def regex_cues(texts: Sequence[str]) -> dict[str, np.ndarray]:
+    """Regular-expression answer-type cues of each text (1.0 where present).
+
+    A number, a year, a month, a capitalised word that is not the first, a percent or
+    currency sign: what a sentence could answer, without spaCy.
+
+    Examples
+    --------
+    >>> {k: v.tolist() for k, v in regex_cues(["It rose 5% in May 1990."]).items()}
+    {'number': [1.0], 'year': [1.0], 'month': [1.0], 'capitalised': [1.0], 'percent_currency': [1.0]}
+    """
+    return {
+        k: np.array([bool(rx.search(s)) for s in texts], dtype=float) for k, rx in _CUES.items()
+    }
 
 
 #: spaCy entity labels grouped into answer types (OntoNotes labels of en_core_web_sm).
@@ -276,19 +331,31 @@ def _sentence_entities(c: SentenceCandidates, progress: bool = False) -> list[Co
         desc="qa_heuristic: NER of contexts",
     )  # fmt: skip
     first = np.concatenate([[0], np.cumsum(c.n_sentences)[:-1]])
-    out = [Counter() for _ in c.text]
+    out: list[Counter[str]] = [Counter() for _ in c.text]
     for qi, (ents, bounds) in enumerate(zip(spans, c.bounds, strict=True)):
         for start, label in ents:
             out[first[qi] + bisect.bisect_right(bounds, start) - 1][label] += 1
     return out
 
 
-def _heuristic_features(
-    c: SentenceCandidates, questions: Sequence[str], progress: bool = False
+def answer_type_features(
+    c: SentenceCandidates, questions: Sequence[str], *, spacy: bool = True, progress: bool = False
 ) -> dict[str, np.ndarray]:
     """Answer types of each sentence (spaCy NER, else regex cues) x the question's wh-word,
-    and whether the sentence holds an entity of the type the question asks for."""
-    ents = _sentence_entities(c, progress)
+    and whether the sentence holds an entity of the type the question asks for.
+
+    ``spacy=False`` uses the regular-expression cues (:func:`regex_cues`) without trying
+    spaCy: deterministic, fast, and the same on every install.
+
+    Examples
+    --------
+    >>> c = SentenceCandidates(np.array([0, 0]), np.array([0, 1]), np.array([2]),
+    ...                        ["Ann left.", "It was in 1990."], np.array([1]))
+    >>> f = answer_type_features(c, ["When did Ann leave?"], spacy=False)
+    >>> f["when_x_year"].tolist(), f["expected_type_cue"].tolist()
+    ([0.0, 1.0], [0.0, 1.0])
+    """
+    ents = _sentence_entities(c, progress) if spacy else None
     wanted = [question_entity_types(q) for q in questions]
     if ents is not None:
         cues = {
@@ -300,19 +367,16 @@ def _heuristic_features(
             dtype=float,
         )
     else:
-        cues = {
-            k: np.array([bool(rx.search(s)) for s in c.text], dtype=float)
-            for k, rx in _CUES.items()
-        }
+        cues = regex_cues(c.text)
         n_match = np.array(
             [
                 float(any(cues[k][j] for t in (wanted[qi] or ()) for k in _TYPE_CUES.get(t, ())))
                 for j, qi in enumerate(c.question)
             ]
         )
-    q_type = np.array([_question_type(q) for q in questions], dtype=object)[c.question]
+    q_type = np.array([question_type(q) for q in questions], dtype=object)[c.question]
     out: dict[str, np.ndarray] = {f"cue_{k}": v for k, v in cues.items()}
-    for wh in _WH_ORDER:
+    for wh in WH_ORDER:
         is_wh = (q_type == wh).astype(float)
         for k, v in cues.items():
             out[f"{wh}_x_{k}"] = is_wh * v
@@ -322,7 +386,11 @@ def _heuristic_features(
 
 
 def candidate_features(
-    candidates: SentenceCandidates, questions: Sequence[str], adversary: str
+    candidates: SentenceCandidates,
+    questions: Sequence[str],
+    adversary: str,
+    *,
+    progress: bool = False,
 ) -> tuple[np.ndarray, list[str]]:
     """Features of every (question, sentence) candidate for one QA adversary.
 
@@ -333,6 +401,8 @@ def candidate_features(
         The questions, one per row of the dataset.
     adversary : {"qa_position", "qa_lexical", "qa_heuristic"}
         Each adds to the one before (:data:`QA_ADVERSARIES`).
+    progress : bool, default=False
+        A progress bar over spaCy's parse of the contexts (``qa_heuristic``).
 
     Returns
     -------
@@ -353,11 +423,11 @@ def candidate_features(
             f"The 'adversary' parameter must be one of {list(QA_ADVERSARIES)}. "
             f"Got {adversary!r} instead."
         )
-    feats = _position_features(candidates)
+    feats = position_features(candidates)
     if adversary in ("qa_lexical", "qa_heuristic"):
-        feats.update(_lexical_features(candidates, questions))
+        feats.update(lexical_features(candidates, questions))
     if adversary == "qa_heuristic":
-        feats.update(_heuristic_features(candidates, questions))
+        feats.update(answer_type_features(candidates, questions, progress=progress))
     names = list(feats)
     return np.column_stack([feats[k] for k in names]).astype(np.float64), names
 

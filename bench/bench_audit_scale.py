@@ -1,0 +1,191 @@
+"""`spurious audit --quick` (or the full profile) at 10k, 100k and 550k SNLI-like pairs.
+
+Issue 24 goal 1: the time and peak memory of every analysis and shared artifact, and the
+growth exponent of each, on data the size of SNLI's training split. No SNLI training
+split exists offline, so the rows are "SNLI-like": real SNLI premises and hypotheses
+(dev + test_tokenized) resampled into new premise groups, as
+``bench/bench_leakage_scale.py`` makes them (its :func:`snli_like`). Hypothesis artifacts
+survive the resampling; the texts repeat (about 20k distinct sentences), so the encoder's
+time is that of the distinct texts, far less than on real SNLI (about 700k distinct);
+the JSON states the count.
+
+Each size runs the real CLI in a fresh process under ``/usr/bin/time -v`` (wall, CPU,
+whole-process peak RSS) with ``SPURIOUS_PEAK_RSS=1``, so the manifest holds every
+analysis' and artifact's CPU seconds and own peak RSS. ``--cold`` gives each size an empty
+cache folder (the encoding is timed); by default the cache of an earlier size is reused
+only where texts repeat.
+
+Usage::
+
+    python bench/bench_audit_scale.py --sizes 10000 100000 550000
+    python bench/bench_audit_scale.py --sizes 10000 --profile full
+
+Results accumulate in ``bench/results/audit_scale.json`` keyed by profile and size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+from bench_leakage_scale import snli_like  # noqa: E402  (the same SNLI-like rows)
+
+WORK = ROOT / "bench" / "data" / "audit_scale"
+OUT = ROOT / "bench" / "results" / "audit_scale.json"
+SPURIOUS = Path(sys.executable).with_name("spurious")
+_TIME_FIELDS = {
+    "User time (seconds)": "user_s",
+    "System time (seconds)": "sys_s",
+    "Maximum resident set size (kbytes)": "max_rss_kib",
+    "Elapsed (wall clock) time (h:mm:ss or m:ss)": "elapsed",
+}
+
+
+def _data_file(n: int) -> tuple[Path, int]:
+    path = WORK / f"snli_like_{n}.jsonl"
+    ds = snli_like(n, random_state=0)
+    distinct = int(ds.frame["premise"].nunique() + ds.frame["hypothesis"].nunique())
+    if not path.exists():
+        WORK.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        ds.frame[["id", "premise", "hypothesis", "label", "group"]].to_json(
+            tmp, orient="records", lines=True
+        )
+        tmp.replace(path)
+    return path, distinct
+
+
+def _parse_time(stderr: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for line in stderr.splitlines():
+        key, _, value = line.strip().partition(": ")
+        if key in _TIME_FIELDS:
+            name = _TIME_FIELDS[key]
+            if name == "elapsed":
+                parts = [float(p) for p in value.split(":")]
+                out["wall_s"] = sum(p * 60**i for i, p in enumerate(reversed(parts)))
+            else:
+                out[name] = float(value)
+    if "max_rss_kib" in out:
+        out["peak_rss_gib"] = round(out.pop("max_rss_kib") / 2**20, 3)
+    return out
+
+
+def _steps(manifest: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Manifest timings and resources -> {step: {wall_s, cpu_s, peak_rss_gib}}."""
+    steps: dict[str, dict[str, float]] = {}
+    for key, value in manifest.get("timings", {}).items():
+        if key.endswith("_s") and key not in ("load_s", "analyses_s", "total_s"):
+            steps.setdefault(key[:-2], {})["wall_s"] = round(float(value), 3)
+    for name, used in manifest.get("resources", {}).items():
+        steps.setdefault(name, {}).update(used)
+    return steps
+
+
+def run_size(n: int, profile: str, cold: bool, timeout: float, extra: list[str]) -> dict[str, Any]:
+    data, distinct = _data_file(n)
+    out = WORK / f"run_{profile}_{n}"
+    env = {**os.environ, "SPURIOUS_PEAK_RSS": "1", "HF_HUB_OFFLINE": "1"}
+    if cold:
+        cache = WORK / f"cache_{profile}_{n}"
+        shutil.rmtree(cache, ignore_errors=True)
+        env["SPURIOUS_CACHE_DIR"] = str(cache)
+    cmd = [str(SPURIOUS), "audit", str(data), "--task", "nli", "--out", str(out), "--force"]
+    cmd += ["--quick"] if profile == "quick" else []
+    cmd += extra
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            ["/usr/bin/time", "-v", *cmd], env=env, capture_output=True, text=True,
+            timeout=timeout,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return {"n": n, "timed_out": True, "limit_s": timeout}
+    row: dict[str, Any] = {"n": n, "distinct_texts": distinct, "exit_code": proc.returncode}
+    row.update(_parse_time(proc.stderr))
+    row["wall_s"] = row.get("wall_s", round(time.perf_counter() - start, 2))
+    manifest = out / "manifest.json"
+    if manifest.exists():
+        m = json.loads(manifest.read_text())
+        row["statuses"] = m.get("statuses", {})
+        row["skipped"] = m.get("skipped", {})
+        row["warnings"] = m.get("warnings", [])
+        row["steps"] = _steps(m)
+    if proc.returncode not in (0, 1):  # 1 = a finding at --fail-on; anything else failed
+        row["stderr_tail"] = proc.stderr[-2000:]
+    return row
+
+
+def growth(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Log-log slope of wall time over rows, per step present at >= 2 sizes."""
+    done = [r for r in rows if "steps" in r]
+    names = sorted({s for r in done for s in r["steps"]} | {"total"})
+    out: dict[str, float] = {}
+    for name in names:
+        pts = [
+            (r["n"], r["wall_s"] if name == "total" else r["steps"][name].get("wall_s", 0.0))
+            for r in done
+            if name == "total" or name in r["steps"]
+        ]
+        pts = [(n, t) for n, t in pts if t > 0.05]
+        if len(pts) >= 2:
+            x, y = np.log([p[0] for p in pts]), np.log([p[1] for p in pts])
+            out[name] = round(float(np.polyfit(x, y, 1)[0]), 2)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 550_000])
+    parser.add_argument("--profile", choices=("quick", "full"), default="quick")
+    parser.add_argument("--cold", action="store_true", help="an empty cache per size")
+    parser.add_argument("--timeout", type=float, default=7200.0, help="seconds per size")
+    parser.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
+                        help="further audit options, e.g. --extra --features tfidf")  # fmt: skip
+    args = parser.parse_args()
+    results = json.loads(OUT.read_text()) if OUT.exists() else {}
+    runs = results.setdefault("runs", {}).setdefault(args.profile, {})
+    for n in args.sizes:
+        print(f"audit --{args.profile} on {n:,} SNLI-like pairs ...", flush=True)
+        row = run_size(n, args.profile, args.cold, args.timeout, args.extra)
+        row.update(cold_cache=args.cold, extra=args.extra, load_avg_end=os.getloadavg())
+        runs[str(n)] = row
+        print(
+            f"  wall {row.get('wall_s')} s, CPU {row.get('user_s', 0) + row.get('sys_s', 0):.0f} s, "
+            f"peak {row.get('peak_rss_gib')} GiB, exit {row.get('exit_code')}",
+            flush=True,
+        )
+        _save(results, args)  # after each size: a long run keeps what it measured
+    return 0
+
+
+def _save(results: dict[str, Any], args: argparse.Namespace) -> None:
+    results["growth_exponent"] = {
+        p: growth([r for _, r in sorted(v.items(), key=lambda kv: int(kv[0]))])
+        for p, v in results["runs"].items()
+    }
+    results.update(
+        command="python bench/bench_audit_scale.py " + " ".join(sys.argv[1:]),
+        machine={"cpus": os.cpu_count(), "python": sys.version.split()[0]},
+        data="SNLI-like: real SNLI dev+test sentences resampled into new premise groups "
+        "(no SNLI training split offline)",
+        goal="quick audit of 550k pairs < 30 min within 8 GiB on 2 cores; full < 2 h",
+    )
+    tmp = OUT.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(results, indent=2, default=float) + "\n")
+    tmp.replace(OUT)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
