@@ -848,3 +848,20 @@ def test_the_null_is_paired_with_round_one_partitions():
     # (round 1's p is stored as float32)
     np.testing.assert_allclose(again["p"], det.state_.train.p_rounds[0], atol=1e-6)
     assert res.metrics["predictable_share_null"] == pytest.approx(again["share_null"])
+
+
+def test_logistic_falls_back_to_sklearn_without_torch(monkeypatch):
+    # A core install has no torch: AFLite's default model must still run (scikit-learn
+    # per partition), dense or sparse, instead of skipping the analysis.
+    import importlib.util
+
+    from spurious.detectors.aflite import make_partition_model
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a)
+    )
+    for sparse in (False, True):
+        assert type(make_partition_model("logistic", sparse=sparse)).__name__ == (
+            "SklearnPartitionModel"
+        )

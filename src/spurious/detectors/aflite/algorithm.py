@@ -83,6 +83,7 @@ after round ``r`` gives exactly the result of an uninterrupted run.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import logging
 import math
 from numbers import Integral
@@ -432,6 +433,11 @@ def make_partition_model(
     if isinstance(spec, PartitionModel) and not isinstance(spec, str):
         return spec
     if spec == "logistic":
+        # The batched model runs on torch, an extra: a core install (no torch) fits
+        # scikit-learn's LogisticRegression per partition instead of skipping AFLite.
+        if importlib.util.find_spec("torch") is None:
+            logger.info("aflite: torch is not installed; fitting sklearn-logistic per partition")
+            return SklearnPartitionModel("sklearn-logistic", random_state=random_state)
         try:
             from spurious.models.batched import BatchedLogisticRegression
         except ImportError:
