@@ -113,12 +113,7 @@ class _Group:
         if self.z0 is not None:
             z += self.z0
         z += bias.to(torch.float32)[:, :, None]
-        logits = torch.bmm(self.basis, z)  # (g, k, t)
-        if self.mask is not None:
-            logits += self.mask
-        prob = torch.softmax(logits, dim=1)
-        prob.scatter_add_(1, self.y, self.minus_one)  # p - onehot(y)
-        grad_r = torch.bmm(self.basis_t, prob).mul_(self.scale)  # (g, r, t)
+        grad_r = logit_residual(self, z)  # (g, r, t)
         rows = grad_r.transpose(1, 2).reshape(g * t, r).to(X.dtype)
         grad = torch.empty(g, d + 1, r, dtype=torch.float64, device=data.device)
         buf = self._buffer(X.dtype)
@@ -140,3 +135,16 @@ class _Group:
         if low:
             grad[:, :d, :] += data.mean.to(torch.float64)[None, :, None] * grad[:, d : d + 1, :]
         return grad, stop
+
+
+def logit_residual(group: Any, z: Any) -> Any:
+    """``basis^T (softmax(basis z + mask) - onehot(y)) * scale``: the gradient of the mean
+    cross-entropy with respect to each classifier's free logits ``z`` (g, r, t), shared by
+    the dense and the sparse groups (which differ only in how ``z`` is computed)."""
+    torch = _torch()
+    logits = torch.bmm(group.basis, z)  # (g, k, t)
+    if group.mask is not None:
+        logits += group.mask
+    prob = torch.softmax(logits, dim=1)
+    prob.scatter_add_(1, group.y, group.minus_one)  # p - onehot(y)
+    return torch.bmm(group.basis_t, prob).mul_(group.scale)  # (g, r, t)

@@ -32,6 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from spurious.models.batched.backend import _torch
+from spurious.models.batched.objective import logit_residual
 
 
 class _SparseX:
@@ -158,12 +159,7 @@ class _SparseGroup:
                 bias = bias - (self.mean * W).sum(1)
         z = z.transpose(1, 2).to(torch.float32, copy=True).contiguous()
         z += bias.to(torch.float32)[:, :, None]
-        logits = torch.bmm(self.basis, z)  # (g, k, t)
-        if self.mask is not None:
-            logits += self.mask
-        prob = torch.softmax(logits, dim=1)
-        prob.scatter_add_(1, self.y, self.minus_one)  # p - onehot(y)
-        grad_r = torch.bmm(self.basis_t, prob).mul_(self.scale)  # (g, r, t)
+        grad_r = logit_residual(self, z)  # (g, r, t)
         grad = torch.empty(self.shape, dtype=torch.float64, device=self.data.device)
         grad_b = grad_r.sum(2, dtype=torch.float64)
         if self.kernel:
