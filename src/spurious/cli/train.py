@@ -64,6 +64,20 @@ LOSS_CHOICE = click.Choice(
 )
 @options.opt("--device", "auto, cpu, cuda, cuda:1 ...", default="auto")
 @options.opt(
+    "--loop",
+    "Training loop: auto (lean on one GPU, else the Trainer), trainer "
+    "(transformers.Trainer: torchrun / accelerate launch), lean (one process, no "
+    "per-step bookkeeping: 1.2-2.3x the Trainer's examples/s on an H100).",
+    type=click.Choice(["auto", "trainer", "lean"]),
+    default="auto",
+)
+@options.opt(
+    "--compile",
+    "Lean loop: compile the training step into CUDA graphs (~20 s per padded width, "
+    "then ~8x the Trainer's examples/s on an H100); for long runs on a GPU.",
+    is_flag=True,
+)
+@options.opt(
     "--warmup-fraction",
     "AFLite's warm-up recipe (paper 000 Sec. 4): train on this held-out fraction of DATA "
     "only and write the other rows to OUT/rest.jsonl, to filter with "
@@ -142,6 +156,8 @@ def train(
     no_dynamics: bool,
     precision: str,
     device: str,
+    loop: str,
+    compile: bool,
     warmup_fraction: float | None,
     resume: bool,
     keep_checkpoints: bool,
@@ -201,6 +217,8 @@ def train(
         record_dynamics=not no_dynamics,
         device=device,
         keep_checkpoints=keep_checkpoints,
+        loop=loop,
+        compile=compile,
     )
     out = out or options.default_out("train")
     if Path(out).exists() and not Path(out).is_dir():

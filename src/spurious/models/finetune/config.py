@@ -29,6 +29,8 @@ from spurious.utils.validation import Interval, StrOptions, check_params
 #: Where the training split's dynamics come from (see :class:`FineTuneConfig`).
 TRAIN_DYNAMICS_SOURCES = ("forward", "pass")
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
+#: Training loops (see :class:`FineTuneConfig` ``loop``).
+LOOPS = ("auto", "trainer", "lean")
 
 
 @dataclass
@@ -101,6 +103,22 @@ class FineTuneConfig:
         classification head sees and is optimised (and checkpointed) with the model.
     loss_params : dict, default={}
         Keyword arguments of the loss (e.g. ``{"entropy_penalty": 0.4}``).
+    loop : {"auto", "trainer", "lean"}, default="auto"
+        The training loop. ``"trainer"``: ``transformers.Trainer`` (runs
+        ``TrainerCallback`` objects and data parallelism under ``torchrun`` /
+        ``accelerate launch``). ``"lean"``: one process, the same optimisation without
+        the Trainer's per-step bookkeeping (:mod:`spurious.models.finetune.lean`; the
+        figures are in docs/methods/training.md). ``"auto"``: lean on a CUDA device in
+        a single process without callbacks, else the Trainer. The two draw different
+        batch orders and dropout masks from the same seed, so their results agree
+        within seed noise, not bit for bit; like ``device``, the loop is not part of a
+        fine-tune's cache key.
+    compile : bool, default=False
+        Lean loop only: ``torch.compile`` the training step, with CUDA graphs on a GPU
+        (``mode="reduce-overhead"``; batches padded to widths 32, 64, 128, ...,
+        ``max_length``). Pays a one-time compilation per width (~20 s each on an H100
+        machine) for a step no longer bound by launching kernels: ~4x the eager step
+        on MiniLM (docs/methods/training.md). Worth it for long runs on a GPU.
 
     Examples
     --------
@@ -136,6 +154,8 @@ class FineTuneConfig:
     keep_checkpoints: bool = False
     loss: str = "plain"
     loss_params: dict[str, Any] = field(default_factory=dict)
+    loop: str = "auto"
+    compile: bool = False
     #: Fields that change how results are computed; the rest (device, batch size of the
     #: no-grad passes, checkpointing) only change speed or disk use.
     _NOT_IN_IDENTITY: ClassVar[tuple[str, ...]] = (
@@ -143,6 +163,8 @@ class FineTuneConfig:
         "inference_batch_size",
         "save_checkpoints",
         "keep_checkpoints",
+        "loop",
+        "compile",
     )
     _constraints: ClassVar[dict[str, list[Any]]] = {
         "model": [str],
@@ -168,6 +190,8 @@ class FineTuneConfig:
         "keep_checkpoints": ["boolean"],
         "loss": [str],
         "loss_params": [dict],
+        "loop": [StrOptions(set(LOOPS))],
+        "compile": ["boolean"],
     }
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
 

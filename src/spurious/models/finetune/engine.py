@@ -4,7 +4,9 @@
 of a dataset and writes the model, the dynamics of every example and the metrics into an
 output folder (layout: :mod:`~spurious.models.finetune.outputs`).
 
-The training loop is ``transformers.Trainer``: AdamW with linear warm-up and decay,
+The training loop is ``transformers.Trainer`` (or, on a GPU, the lean loop of
+:mod:`~spurious.models.finetune.lean`, which does the same optimisation in one process
+without the Trainer's per-step bookkeeping; ``FineTuneConfig.loop``): AdamW with linear warm-up and decay,
 mixed precision, gradient accumulation, data parallelism under ``torchrun`` /
 ``accelerate launch``, checkpoints with optimiser, scheduler and RNG state, resume,
 early stopping (``EarlyStoppingCallback`` with ``load_best_model_at_end``). This module
@@ -44,6 +46,7 @@ from spurious.models.finetune.debias import (
     check_side_inputs,
     detach_loss,
 )
+from spurious.models.finetune.lean import run_lean
 from spurious.models.finetune.outputs import (
     CHECKPOINT_DIR,
     DYNAMICS_FILE,
@@ -113,7 +116,8 @@ def fine_tune(
     overwrite : bool, default=False
         Replace a finished fine-tune (or interrupted checkpoints) in ``output_dir``.
     callbacks : sequence of transformers.TrainerCallback
-        Added to the Trainer (e.g. to log elsewhere, or to stop early on a condition).
+        Added to the Trainer (e.g. to log elsewhere, or to stop early on a condition);
+        with ``config.loop="auto"`` they select the Trainer loop.
     bias_probs : array of shape (len(train), n_classes), optional
         A bias model's class probabilities for every training example, in ``train``'s
         row order (its ids); read by every ``config.loss`` but ``"plain"``. Each item
@@ -160,12 +164,15 @@ def fine_tune(
     ckpt_dir = out / CHECKPOINT_DIR
     run_info = _run_info(train, eval, cfg, side)
     torch, transformers = _import_engine()
+    device, precision = _resolve_hardware(cfg)
+    loop = resolve_loop(cfg, device, callbacks)
+    if loop == "lean":  # absent for the Trainer: its run.json stays as it was
+        run_info["loop"] = "lean"
     last = prepare_output(out, run_info, resume=resume, overwrite=overwrite)
 
     from spurious.utils.progress import default_progress
 
     show = default_progress() if progress is None else bool(progress)
-    device, precision = _resolve_hardware(cfg)
     t_start = time.perf_counter()
     with _restored_global_rng():
         # The head's initialisation draws from the global RNG: seed it first.
@@ -179,46 +186,67 @@ def fine_tune(
             setattr(model, LOSS_ATTR, loss_module)
         train_enc = encode(train, view, tokenizer, cfg.max_length)
         eval_enc = None if eval is None else encode(eval, view, tokenizer, cfg.max_length)
-        trainer, recorder, timer = build_trainer(
-            transformers,
-            cfg,
-            model,
-            tokenizer,
-            train_enc,
-            eval_enc,
-            side=side,
-            loss_module=loss_module,
-            device=device,
-            precision=precision,
-            ckpt_dir=ckpt_dir,
-            callbacks=callbacks,
-            progress=show,
-        )
-        if trainer.is_world_process_zero():
-            ckpt_dir.mkdir(parents=True, exist_ok=True)
-            atomic_write_json(ckpt_dir / RUN_FILE, run_info)
-        if last is not None:
-            recorder.load(last)
-            timer.load(last)
-            logger.info("resuming from %s", last)
-        # The Trainer's own notes (checkpoint file-system hints, shard-writing bars) are
-        # noise around our progress bar; errors still raise.
-        with quiet_transformers():
-            train_out = trainer.train(resume_from_checkpoint=str(last) if last else None)
-    wall = time.perf_counter() - t_start
+        if loop == "lean":
+            dynamics, history, metrics = run_lean(
+                cfg,
+                model,
+                train_enc,
+                eval_enc,
+                side=side,
+                loss_module=loss_module,
+                device=device,
+                precision=precision,
+                ckpt_dir=ckpt_dir,
+                run_info=run_info,
+                resume_from=last,
+                progress=show,
+                t_start=t_start,
+            )
+            trained = model
+        else:
+            trainer, recorder, timer = build_trainer(
+                transformers,
+                cfg,
+                model,
+                tokenizer,
+                train_enc,
+                eval_enc,
+                side=side,
+                loss_module=loss_module,
+                device=device,
+                precision=precision,
+                ckpt_dir=ckpt_dir,
+                callbacks=callbacks,
+                progress=show,
+            )
+            if trainer.is_world_process_zero():
+                ckpt_dir.mkdir(parents=True, exist_ok=True)
+                atomic_write_json(ckpt_dir / RUN_FILE, run_info)
+            if last is not None:
+                recorder.load(last)
+                timer.load(last)
+                logger.info("resuming from %s", last)
+            # The Trainer's own notes (checkpoint file-system hints, shard-writing bars)
+            # are noise around our progress bar; errors still raise.
+            with quiet_transformers():
+                train_out = trainer.train(resume_from_checkpoint=str(last) if last else None)
+            wall = time.perf_counter() - t_start
+            if not trainer.is_world_process_zero():
+                return FineTuneResult(out, out / MODEL_DIR, recorder.frame(), [], {}, cfg)
+            dynamics = recorder.frame()
+            history = epoch_history(trainer.state.log_history, dynamics, timer.epochs)
+            metrics = final_metrics(
+                trainer, train_out, history, timer, len(train_enc), eval_enc, wall
+            )
+            trained = trainer.model
+            if trainer.head_input is not None:
+                trainer.head_input.remove()
 
-    if not trainer.is_world_process_zero():
-        return FineTuneResult(out, out / MODEL_DIR, recorder.frame(), [], {}, cfg)
-    dynamics = recorder.frame()
-    history = epoch_history(trainer.state.log_history, dynamics, timer)
-    metrics = final_metrics(trainer, train_out, history, timer, len(train_enc), eval_enc, wall)
-    metrics.update(device=device, precision=precision)
+    metrics.update(device=device, precision=precision, loop=loop)
     if loss_module is not None:
         metrics.update(loss=cfg.loss, side_inputs=side.digest())
-        detach_loss(trainer.model)
-        if trainer.head_input is not None:
-            trainer.head_input.remove()
-    write_model(trainer, tokenizer, out / MODEL_DIR, cfg, view.name, run_info, loss_module)
+        detach_loss(trained)
+    write_model(trained, tokenizer, out / MODEL_DIR, cfg, view.name, run_info, loss_module)
     atomic_write(out / DYNAMICS_FILE, lambda p: dynamics.to_parquet(p, index=False))
     atomic_write_json(
         out / METRICS_FILE,
@@ -241,6 +269,58 @@ def fine_tune(
     return FineTuneResult(
         out, out / MODEL_DIR, dynamics, history, metrics, cfg, list(train.label_names)
     )
+
+
+def resolve_loop(cfg: FineTuneConfig, device: str, callbacks: Sequence[Any] = ()) -> str:
+    """``"lean"`` or ``"trainer"``: the loop ``cfg.loop`` asks for on ``device``.
+
+    ``"auto"`` is lean on a CUDA device in a single process without Trainer callbacks
+    (where the Trainer's per-step bookkeeping, not the GPU, sets the pace), else the
+    Trainer. An explicit ``"lean"`` that cannot run is an error, not a silent switch.
+
+    Examples
+    --------
+    >>> resolve_loop(FineTuneConfig(), "cpu")
+    'trainer'
+    >>> resolve_loop(FineTuneConfig(loop="lean"), "cpu")
+    'lean'
+    """
+    import torch
+
+    world = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    if cfg.compile and cfg.loop == "trainer":
+        raise ParameterError(
+            "FineTuneConfig(compile=True) needs the lean loop (loop='lean' or 'auto' on a "
+            "GPU); the Trainer loop does not compile."
+        )
+    if cfg.compile and cfg.loss in ("learned_mixin", "learned_mixin_h"):
+        raise ParameterError(
+            f"FineTuneConfig(compile=True) does not support loss={cfg.loss!r} (its gate "
+            "reads the head's input through a hook); use compile=False."
+        )
+    if cfg.loop == "trainer":
+        return "trainer"
+    if cfg.loop == "lean":
+        if callbacks:
+            raise ParameterError(
+                "The 'callbacks' parameter needs FineTuneConfig(loop='trainer' or 'auto'): "
+                "the lean loop does not run transformers callbacks."
+            )
+        if world > 1:
+            raise ParameterError(
+                f"FineTuneConfig(loop='lean') runs in one process; this is one of {world} "
+                "(WORLD_SIZE). Use loop='trainer' or 'auto' under torchrun / accelerate."
+            )
+        return "lean"
+    on_cuda = torch.device(device).type == "cuda"
+    if cfg.compile or (on_cuda and not callbacks and world == 1):
+        if callbacks or world > 1:
+            raise ParameterError(
+                "FineTuneConfig(compile=True) needs the lean loop, which runs in one "
+                "process without transformers callbacks."
+            )
+        return "lean"
+    return "trainer"
 
 
 def _import_engine() -> tuple[Any, Any]:

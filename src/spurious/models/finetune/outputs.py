@@ -185,11 +185,18 @@ def check_not_a_run_dir(out: str | os.PathLike[str]) -> None:
         )
 
 
+#: Written last into a checkpoint folder of the lean loop (:mod:`.lean`).
+LEAN_STATE = "spurious_lean_state.json"
+#: The file each loop writes last into a checkpoint folder (the Trainer's, the lean loop's).
+COMPLETE_MARKERS = ("trainer_state.json", LEAN_STATE)
+
+
 def last_complete_checkpoint(ckpt_dir: Path) -> Path | None:
     """The newest ``checkpoint-<step>`` folder that was written to the end.
 
-    transformers' Trainer writes ``trainer_state.json`` last when it saves a checkpoint,
-    so a folder without it was cut short (a kill while saving); resuming from it ends in
+    transformers' Trainer writes ``trainer_state.json`` last when it saves a checkpoint
+    (the lean loop, :mod:`~spurious.models.finetune.lean`, ``spurious_lean_state.json``),
+    so a folder without either was cut short (a kill while saving); resuming from it ends in
     a ``FileNotFoundError``. Such folders are skipped with a warning (and left in place:
     the next save of that step replaces them).
 
@@ -209,18 +216,19 @@ def last_complete_checkpoint(ckpt_dir: Path) -> Path | None:
         if m and p.is_dir():
             steps.append((int(m.group(1)), p))
     for _, p in sorted(steps, reverse=True):
-        if (p / "trainer_state.json").is_file():
+        if any((p / name).is_file() for name in COMPLETE_MARKERS):
             return p
         logger.warning(
-            "skipping the checkpoint %s: it has no trainer_state.json (interrupted while "
-            "saving); resuming from the one before it",
+            "skipping the checkpoint %s: it has no %s (interrupted while saving); "
+            "resuming from the one before it",
             p,
+            " or ".join(COMPLETE_MARKERS),
         )
     return None
 
 
 def write_model(
-    trainer: Any,
+    model: Any,
     tokenizer: Any,
     path: Path,
     cfg: FineTuneConfig,
@@ -234,7 +242,7 @@ def write_model(
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     try:
         with quiet_transformers():
-            trainer.model.save_pretrained(str(tmp), safe_serialization=True)
+            model.save_pretrained(str(tmp), safe_serialization=True)
         tokenizer.save_pretrained(str(tmp))
         if loss_module is not None:  # LearnedMixin's gate (not part of the classifier)
             save_loss(loss_module, tmp)

@@ -343,10 +343,11 @@ def _progress_callback(trainer: Any, n_train: int, epochs: int) -> Any:
 def epoch_history(
     log_history: list[dict[str, Any]],
     dynamics: pd.DataFrame,
-    timer: _EpochTimer,
+    epoch_times: dict[int, dict[str, float]],
 ) -> list[dict[str, Any]]:
-    """One row per completed epoch: losses from the Trainer's log, accuracies from the
-    dynamics and the evaluation passes, seconds from the timer."""
+    """One row per completed epoch: losses from the training log (the Trainer's, or the
+    lean loop's in the same shape), accuracies from the dynamics and the evaluation
+    passes, seconds from ``epoch_times`` (``{epoch: {"train_seconds", ...}}``)."""
     rows: dict[int, dict[str, Any]] = {}
     for entry in log_history:
         if "epoch" not in entry:
@@ -360,7 +361,7 @@ def epoch_history(
         for k in ("eval_loss", "eval_accuracy"):
             if k in entry:
                 row[k] = entry[k]
-    for e, t in timer.epochs.items():
+    for e, t in epoch_times.items():
         rows.setdefault(e, {"epoch": e}).update(t)
     if len(dynamics):
         tr = dynamics[dynamics["split"] == "train"]
@@ -381,28 +382,58 @@ def final_metrics(
     eval_enc: EncodedSplit | None,
     wall: float,
 ) -> dict[str, Any]:
+    """:func:`summary_metrics` of a Trainer run."""
     state = trainer.state
-    epochs_done = round(float(state.epoch or 0.0), 6)
-    train_seconds = sum(t["train_seconds"] for t in timer.epochs.values())
-    pass_seconds = sum(t["dynamics_seconds"] for t in timer.epochs.values())
+    return summary_metrics(
+        epochs_done=float(state.epoch or 0.0),
+        global_steps=int(state.global_step),
+        num_epochs=float(trainer.args.num_train_epochs),
+        train_loss=train_out.training_loss,
+        keep_best=bool(trainer.args.load_best_model_at_end),
+        history=history,
+        epoch_times=timer.epochs,
+        n_train=n_train,
+        eval_enc=eval_enc,
+        wall=wall,
+    )
+
+
+def summary_metrics(
+    *,
+    epochs_done: float,
+    global_steps: int,
+    num_epochs: float,
+    train_loss: float,
+    keep_best: bool,
+    history: list[dict[str, Any]],
+    epoch_times: dict[int, dict[str, float]],
+    n_train: int,
+    eval_enc: EncodedSplit | None,
+    wall: float,
+) -> dict[str, Any]:
+    """The final metrics of a fine-tune (either loop): epochs, steps, seconds,
+    examples/s, and the kept epoch's evaluation accuracy."""
+    epochs_done = round(epochs_done, 6)
+    train_seconds = sum(t["train_seconds"] for t in epoch_times.values())
+    pass_seconds = sum(t["dynamics_seconds"] for t in epoch_times.values())
     metrics: dict[str, Any] = {
         "epochs_trained": epochs_done,
-        "global_steps": int(state.global_step),
+        "global_steps": global_steps,
         "n_train": n_train,
         "n_eval": 0 if eval_enc is None else len(eval_enc),
-        "train_loss": train_out.training_loss,
+        "train_loss": train_loss,
         "train_seconds": round(train_seconds, 3),
         "dynamics_seconds": round(pass_seconds, 3),
         "wall_seconds": round(wall, 3),
         "train_examples_per_s": (
             round(n_train * epochs_done / train_seconds, 2) if train_seconds > 0 else None
         ),
-        "stopped_early": epochs_done + 1e-9 < float(trainer.args.num_train_epochs),
+        "stopped_early": epochs_done + 1e-9 < num_epochs,
     }
     evals = [h for h in history if "eval_accuracy" in h]
     if evals:
         best = max(evals, key=lambda h: h["eval_accuracy"])
-        kept = best if trainer.args.load_best_model_at_end else evals[-1]
+        kept = best if keep_best else evals[-1]
         metrics.update(
             eval_accuracy=kept["eval_accuracy"],
             eval_loss=kept.get("eval_loss"),

@@ -1,0 +1,555 @@
+"""A lean single-process training loop: what :func:`fine_tune` runs on a GPU.
+
+``transformers.Trainer`` is built for every case (callbacks, many processes, logging,
+every optimiser); on a small model its bookkeeping, not the GPU, sets the pace. This loop
+does the same optimisation with nothing around it:
+
+- AdamW with the Trainer's parameter groups (no weight decay on biases and norms),
+  fused; linear warm-up and decay (``transformers.get_linear_schedule_with_warmup``,
+  the Trainer's warm-up rule ``ceil(ratio * steps)``); gradient clipping; gradient
+  accumulation; autocast, with a gradient scaler for fp16;
+- length-grouped batches from ``transformers``' own ``LengthGroupedSampler`` (a random
+  permutation otherwise), drawn from a generator seeded by ``FineTuneConfig.seed``;
+- no host synchronisation inside an epoch: the loss is summed on the device, the
+  training logits stay on the device until the epoch ends (the
+  :class:`~spurious.models.finetune.recording.DynamicsRecorder` is shared with the
+  Trainer path), and each batch is padded on the host and copied ahead of its step;
+- the same evaluation snapshots, early stopping (patience on the evaluation accuracy;
+  the best epoch's weights are kept) and an atomic checkpoint per epoch (weights,
+  optimiser, scheduler, scaler, RNG streams, dynamics), so an interrupted run resumes to
+  the same result.
+
+It does not run ``transformers.TrainerCallback`` objects and is single-process; those
+cases use the Trainer (``FineTuneConfig.loop``). The two loops draw different batch
+orders and dropout masks from the same seed, so their results agree within seed noise,
+not bit for bit (``bench/bench_finetune.py gpu`` measures both).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from spurious.models.finetune.config import FineTuneConfig
+from spurious.models.finetune.data import EncodedSplit, PadCollator
+from spurious.models.finetune.debias import HeadInput, SideInputs
+from spurious.models.finetune.outputs import LEAN_STATE, RUN_FILE
+from spurious.models.finetune.recording import DynamicsRecorder
+from spurious.models.finetune.trainer import epoch_history, summary_metrics
+from spurious.models.runtime import amp_context
+from spurious.utils.io import atomic_write_json, read_json
+
+logger = logging.getLogger(__name__)
+
+_WEIGHTS = "model.safetensors"
+_BEST = "best.safetensors"
+_OPTIMIZER = "optimizer.pt"
+
+
+@dataclass
+class LeanState:
+    """Where a lean fine-tune stands (stored in every checkpoint)."""
+
+    epochs_done: int = 0
+    global_step: int = 0
+    best_accuracy: float | None = None
+    best_epoch: int | None = None
+    bad_epochs: int = 0
+    stopped_early: bool = False
+    loss_sum: float = 0.0
+    loss_batches: int = 0
+    log_history: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class _Optimisation:
+    """What a step updates and a checkpoint stores besides the weights."""
+
+    optimizer: Any
+    scheduler: Any
+    scaler: Any  # torch.amp.GradScaler for fp16, else None
+    generator: Any  # the batch order's torch.Generator
+
+
+@dataclass
+class LeanOutcome:
+    """What :func:`train_lean` leaves: the state, and whether the best epoch was kept."""
+
+    state: LeanState
+    keep_best: bool
+    num_epochs: int
+
+    @property
+    def train_loss(self) -> float:
+        return self.state.loss_sum / max(self.state.loss_batches, 1)
+
+
+def decay_parameter_names(model: Any) -> set[str]:
+    """Names of the parameters that get weight decay: the Trainer's rule (not biases, not
+    LayerNorm weights)."""
+    import torch
+
+    out: set[str] = set()
+    for mod_name, module in model.named_modules():
+        if isinstance(module, torch.nn.LayerNorm):
+            continue
+        for p_name, _ in module.named_parameters(recurse=False):
+            full = f"{mod_name}.{p_name}" if mod_name else p_name
+            low = full.lower()
+            if "bias" in low or "layernorm" in low or "layer_norm" in low or "rmsnorm" in low:
+                continue
+            out.add(full)
+    return out
+
+
+def steps_per_epoch(n_train: int, cfg: FineTuneConfig) -> int:
+    """Optimiser steps per epoch (the Trainer's count: batches // accumulation, >= 1)."""
+    batches = math.ceil(n_train / cfg.batch_size)
+    return max(1, batches // cfg.gradient_accumulation_steps)
+
+
+def run_lean(
+    cfg: FineTuneConfig,
+    model: Any,
+    train_enc: EncodedSplit,
+    eval_enc: EncodedSplit | None,
+    *,
+    side: SideInputs,
+    loss_module: Any,
+    device: str,
+    precision: str,
+    ckpt_dir: Path,
+    run_info: dict[str, Any],
+    resume_from: Path | None,
+    progress: bool,
+    t_start: float,
+) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
+    """:func:`train_lean` with its recorder, run file and summary: ``(dynamics frame,
+    history per epoch, final metrics)``, in the shapes the Trainer loop gives."""
+    recorder = DynamicsRecorder(
+        train_enc,
+        eval_enc,
+        device=device,
+        precision=precision,
+        batch_size=cfg.inference_batch_size,
+        record=cfg.record_dynamics,
+        progress=progress,
+    )
+    epoch_times: dict[int, dict[str, float]] = {}
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(ckpt_dir / RUN_FILE, run_info)
+    if resume_from is not None:
+        logger.info("resuming from %s", resume_from)
+    outcome = train_lean(
+        cfg,
+        model,
+        train_enc,
+        eval_enc,
+        side=side,
+        loss_module=loss_module,
+        device=device,
+        precision=precision,
+        ckpt_dir=ckpt_dir,
+        recorder=recorder,
+        epoch_times=epoch_times,
+        progress=progress,
+        resume_from=resume_from,
+    )
+    wall = time.perf_counter() - t_start
+    dynamics = recorder.frame()
+    history = epoch_history(outcome.state.log_history, dynamics, epoch_times)
+    metrics = summary_metrics(
+        epochs_done=float(outcome.state.epochs_done),
+        global_steps=outcome.state.global_step,
+        num_epochs=float(cfg.epochs),
+        train_loss=outcome.train_loss,
+        keep_best=outcome.keep_best,
+        history=history,
+        epoch_times=epoch_times,
+        n_train=len(train_enc),
+        eval_enc=eval_enc,
+        wall=wall,
+    )
+    return dynamics, history, metrics
+
+
+def train_lean(
+    cfg: FineTuneConfig,
+    model: Any,
+    train_enc: EncodedSplit,
+    eval_enc: EncodedSplit | None,
+    *,
+    side: SideInputs,
+    loss_module: Any,
+    device: str,
+    precision: str,
+    ckpt_dir: Path,
+    recorder: DynamicsRecorder,
+    epoch_times: dict[int, dict[str, float]],
+    progress: bool,
+    resume_from: Path | None = None,
+) -> LeanOutcome:
+    """Train ``model`` in place on ``train_enc`` (see the module docstring).
+
+    ``epoch_times`` receives ``{epoch: {"train_seconds", "dynamics_seconds"}}``; the
+    ``recorder`` the dynamics. On return the model holds the kept weights (the best
+    epoch's with early stopping, else the last).
+    """
+    import torch
+    import transformers
+
+    torch_device = torch.device(device)
+    on_cuda = torch_device.type == "cuda"
+    model.to(torch_device)
+    model.train()
+    spe = steps_per_epoch(len(train_enc), cfg)
+    total_steps = spe * cfg.epochs
+    decay = decay_parameter_names(model)
+    groups = [
+        {
+            "params": [p for n, p in model.named_parameters() if n in decay and p.requires_grad],
+            "weight_decay": cfg.weight_decay,
+        },
+        {
+            "params": [
+                p for n, p in model.named_parameters() if n not in decay and p.requires_grad
+            ],
+            "weight_decay": 0.0,
+        },
+    ]
+    # Fused: one kernel per step over all parameters (CUDA and CPU), as the Trainer's
+    # default optimiser (adamw_torch_fused).
+    optimizer = torch.optim.AdamW(groups, lr=cfg.learning_rate, fused=True)
+    opt = _Optimisation(
+        optimizer,
+        transformers.get_linear_schedule_with_warmup(
+            optimizer, math.ceil(cfg.warmup_ratio * total_steps), total_steps
+        ),
+        torch.amp.GradScaler("cuda") if precision == "fp16" else None,
+        torch.Generator().manual_seed(cfg.seed),
+    )
+    scaler = opt.scaler
+    state = LeanState()
+    evaluate = eval_enc is not None
+    keep_best = evaluate and cfg.early_stopping_patience is not None
+    best_weights: dict[str, Any] | None = None
+    if resume_from is not None:
+        best_weights = _load_checkpoint(resume_from, model, opt, recorder, epoch_times)
+        state = LeanState(**read_json(resume_from / LEAN_STATE))
+
+    collate = PadCollator(train_enc.pad_id, 8 if on_cuda else None)
+    side_dev = {k: torch.as_tensor(v, device=torch_device) for k, v in side.items().items()}
+    head_input = HeadInput(model) if loss_module is not None and loss_module.needs_hidden else None
+    # compile=True: CUDA graphs (torch.compile mode "reduce-overhead") on a GPU, where a
+    # step of a small model is bound by the host launching ~600 kernels, not by the GPU
+    # (bench/profile_finetune_step.py). Graphs need fixed shapes: widths are padded up to
+    # a few buckets and a short last batch runs eagerly. The compiled module shares the
+    # model's parameters; the no-grad passes use the eager model.
+    forward = model
+    buckets: tuple[int, ...] = ()
+    if cfg.compile:
+        mode = "reduce-overhead" if on_cuda else None
+        forward = torch.compile(model, mode=mode, dynamic=False)
+        buckets = width_buckets(cfg.max_length)
+    gas = cfg.gradient_accumulation_steps
+    per_epoch = cfg.dynamics_per_epoch
+    train_pass = cfg.record_dynamics and cfg.train_dynamics == "pass"
+    capture = cfg.record_dynamics and cfg.train_dynamics == "forward"
+    bar = _bar(progress, len(train_enc), cfg.epochs, state.epochs_done)
+    try:
+        while state.epochs_done < cfg.epochs and not state.stopped_early:
+            epoch = state.epochs_done  # 0-based index of the epoch being trained
+            t0 = time.perf_counter()
+            p0 = recorder.pass_seconds
+            order = _epoch_order(train_enc, cfg, opt.generator)
+            batches = [order[i : i + cfg.batch_size] for i in range(0, len(order), cfg.batch_size)]
+            targets = {round(j * spe / per_epoch) for j in range(1, per_epoch)} - {0, spe}
+            loss_sum = torch.zeros((), device=torch_device)
+            step_in_epoch = 0
+            nxt = _to_device(collate, train_enc, batches[0], torch_device)
+            for b, rows in enumerate(batches):
+                batch = nxt
+                if b + 1 < len(batches):  # pad and copy the next batch while this one runs
+                    nxt = _to_device(collate, train_enc, batches[b + 1], torch_device)
+                idx = batch.pop("idx")
+                labels = batch.pop("labels")
+                graphed = bool(buckets) and len(rows) == cfg.batch_size
+                if graphed:
+                    batch = _pad_width(batch, buckets, train_enc.pad_id)
+                    torch.compiler.cudagraph_mark_step_begin()
+                with amp_context(device, precision):
+                    logits = (forward if graphed else model)(**batch).logits
+                if graphed:  # a graph's outputs are overwritten by its next replay
+                    logits = logits.clone()
+                if loss_module is not None:
+                    hidden = head_input.pop() if head_input is not None else None
+                    extra = {k: v[idx] for k, v in side_dev.items()}
+                    loss = loss_module(
+                        logits.float(),
+                        labels,
+                        hidden=None if hidden is None else hidden.float(),
+                        **extra,
+                    )
+                else:
+                    loss = torch.nn.functional.cross_entropy(logits.float(), labels)
+                scaled = loss / gas
+                (scaler.scale(scaled) if scaler is not None else scaled).backward()
+                loss_sum += loss.detach()
+                if capture:
+                    recorder.capture(idx, logits)
+                if (b + 1) % gas == 0 or b + 1 == len(batches):
+                    if step_in_epoch < spe:
+                        _optimizer_step(model, opt, cfg.max_grad_norm)
+                        state.global_step += 1
+                        step_in_epoch += 1
+                    else:  # the Trainer's count drops a trailing partial accumulation
+                        optimizer.zero_grad(set_to_none=True)
+                    if step_in_epoch in targets:
+                        recorder.snapshot(
+                            model,
+                            epoch + step_in_epoch / spe,
+                            state.global_step,
+                            train=train_pass,
+                        )
+                if bar is not None:
+                    bar.update(len(rows))
+            state.epochs_done += 1
+            epoch_loss = float(loss_sum) / len(batches)  # one host sync per epoch
+            state.loss_sum += epoch_loss * len(batches)
+            state.loss_batches += len(batches)
+            state.log_history.append({"epoch": float(state.epochs_done), "loss": epoch_loss})
+            if recorder.record:
+                recorder.flush_forward(state.epochs_done)
+            if evaluate or train_pass:
+                recorder.snapshot(
+                    model, float(state.epochs_done), state.global_step, train=train_pass
+                )
+            if evaluate:
+                found = recorder.eval_metrics[state.global_step]
+                state.log_history.append(
+                    {
+                        "epoch": float(state.epochs_done),
+                        "eval_loss": found["loss"],
+                        "eval_accuracy": found["accuracy"],
+                    }
+                )
+                if bar is not None:
+                    bar.set_postfix(epoch=state.epochs_done, loss=f"{epoch_loss:.4g}",
+                                    eval_accuracy=f"{found['accuracy']:.4g}")  # fmt: skip
+                if keep_best:
+                    best_weights = _early_stopping(cfg, state, model, found, best_weights)
+            passes = recorder.pass_seconds - p0
+            epoch_times[state.epochs_done] = {
+                "train_seconds": round(time.perf_counter() - t0 - passes, 3),
+                "dynamics_seconds": round(passes, 3),
+            }
+            if cfg.save_checkpoints:
+                _save_checkpoint(
+                    ckpt_dir, state, model, opt,
+                    recorder, epoch_times, best_weights,
+                )  # fmt: skip
+    finally:
+        if bar is not None:
+            bar.close()
+        if head_input is not None:
+            head_input.remove()
+    if keep_best and best_weights is not None:
+        model.load_state_dict(best_weights)
+    return LeanOutcome(state, keep_best, cfg.epochs)
+
+
+def _epoch_order(split: EncodedSplit, cfg: FineTuneConfig, generator: Any) -> list[int]:
+    import torch
+
+    if cfg.group_by_length:
+        from transformers.trainer_pt_utils import LengthGroupedSampler
+
+        sampler = LengthGroupedSampler(
+            cfg.batch_size * cfg.gradient_accumulation_steps,
+            lengths=split.lengths.tolist(),
+            generator=generator,
+        )
+        return list(sampler)
+    return torch.randperm(len(split), generator=generator).tolist()
+
+
+def width_buckets(max_length: int) -> tuple[int, ...]:
+    """Padded widths of compiled steps: powers of two from 32, then ``max_length``.
+
+    Examples
+    --------
+    >>> width_buckets(128)
+    (32, 64, 128)
+    >>> width_buckets(200)
+    (32, 64, 128, 200)
+    """
+    out = [w for w in (32, 64, 128, 256, 512, 1024, 2048) if w < max_length]
+    return (*out, max_length)
+
+
+def _pad_width(batch: dict[str, Any], buckets: tuple[int, ...], pad_id: int) -> dict:
+    import torch
+
+    width = batch["input_ids"].shape[1]
+    target = next((b for b in buckets if b >= width), width)
+    if target == width:
+        return batch
+    out = {}
+    for k, v in batch.items():
+        fill = pad_id if k == "input_ids" else 0
+        out[k] = torch.nn.functional.pad(v, (0, target - width), value=fill)
+    return out
+
+
+def _to_device(collate: PadCollator, split: EncodedSplit, rows: list[int], device: Any) -> dict:
+    batch = collate([split[r] for r in rows])
+    if device.type == "cuda":
+        return {k: v.pin_memory().to(device, non_blocking=True) for k, v in batch.items()}
+    return batch
+
+
+def _optimizer_step(model: Any, opt: _Optimisation, max_norm: float) -> None:
+    import torch
+
+    optimizer, scaler = opt.optimizer, opt.scaler
+    if scaler is not None:
+        scaler.unscale_(optimizer)
+    if max_norm > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm, foreach=True)
+    if scaler is not None:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
+    opt.scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
+def _early_stopping(
+    cfg: FineTuneConfig,
+    state: LeanState,
+    model: Any,
+    found: dict[str, float],
+    best_weights: dict[str, Any] | None,
+) -> dict[str, Any] | None:
+    """The Trainer's EarlyStoppingCallback rule: strictly better accuracy resets the
+    count and keeps these weights; ``patience`` epochs without one stop the run."""
+    acc = float(found["accuracy"])
+    if state.best_accuracy is None or acc > state.best_accuracy:
+        state.best_accuracy = acc
+        state.best_epoch = state.epochs_done
+        state.bad_epochs = 0
+        return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+    state.bad_epochs += 1
+    if cfg.early_stopping_patience is not None and state.bad_epochs >= cfg.early_stopping_patience:
+        state.stopped_early = state.epochs_done < cfg.epochs
+    return best_weights
+
+
+def _rng_state() -> dict[str, Any]:
+    import torch
+
+    out: dict[str, Any] = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        out["cuda"] = torch.cuda.get_rng_state_all()
+    return out
+
+
+def _save_checkpoint(
+    ckpt_dir: Path,
+    state: LeanState,
+    model: Any,
+    opt: _Optimisation,
+    recorder: DynamicsRecorder,
+    epoch_times: dict[int, dict[str, float]],
+    best_weights: dict[str, Any] | None,
+) -> None:
+    """``checkpoint-<step>`` written in a temporary folder and renamed into place (so a
+    folder that exists is complete); older checkpoints are removed after."""
+    import torch
+    from safetensors.torch import save_file
+
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    final = ckpt_dir / f"checkpoint-{state.global_step}"
+    tmp = Path(tempfile.mkdtemp(prefix=".checkpoint-", dir=ckpt_dir))
+    try:
+        save_file(_contiguous(model.state_dict()), str(tmp / _WEIGHTS))
+        if best_weights is not None:
+            save_file(_contiguous(best_weights), str(tmp / _BEST))
+        torch.save(
+            {
+                "optimizer": opt.optimizer.state_dict(),
+                "scheduler": opt.scheduler.state_dict(),
+                "scaler": None if opt.scaler is None else opt.scaler.state_dict(),
+                "generator": opt.generator.get_state(),
+                "rng": _rng_state(),
+            },
+            tmp / _OPTIMIZER,
+        )
+        recorder.save(tmp)
+        atomic_write_json(tmp / "spurious_timing.json", epoch_times)
+        atomic_write_json(tmp / LEAN_STATE, asdict(state))
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    for old in ckpt_dir.glob("checkpoint-*"):
+        if old != final and old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _contiguous(weights: dict[str, Any]) -> dict[str, Any]:
+    # safetensors refuses views that share memory; a state dict's tensors are saved as
+    # independent contiguous copies.
+    return {k: v.detach().contiguous().clone() for k, v in weights.items()}
+
+
+def _load_checkpoint(
+    folder: Path,
+    model: Any,
+    opt: _Optimisation,
+    recorder: DynamicsRecorder,
+    epoch_times: dict[int, dict[str, float]],
+) -> dict[str, Any] | None:
+    """Restore everything :func:`_save_checkpoint` stored; returns the best weights."""
+    import torch
+    from safetensors.torch import load_file
+
+    model.load_state_dict(
+        load_file(str(folder / _WEIGHTS), device=str(next(model.parameters()).device))
+    )
+    # weights_only: plain tensors and containers, never arbitrary objects.
+    blob = torch.load(folder / _OPTIMIZER, map_location="cpu", weights_only=True)
+    opt.optimizer.load_state_dict(blob["optimizer"])
+    opt.scheduler.load_state_dict(blob["scheduler"])
+    if opt.scaler is not None and blob["scaler"] is not None:
+        opt.scaler.load_state_dict(blob["scaler"])
+    opt.generator.set_state(blob["generator"])
+    torch.set_rng_state(blob["rng"]["cpu"])
+    if "cuda" in blob["rng"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(blob["rng"]["cuda"])
+    recorder.load(folder)
+    timing = folder / "spurious_timing.json"
+    if timing.is_file():
+        epoch_times.update({int(k): v for k, v in read_json(timing).items()})
+    best = folder / _BEST
+    return load_file(str(best)) if best.is_file() else None
+
+
+def _bar(progress: bool, n_train: int, epochs: int, done_epochs: int) -> Any:
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        total=n_train * epochs, initial=n_train * done_epochs, desc="fine-tuning", unit="ex"
+    )
