@@ -19,6 +19,11 @@ Usage::
 
     python bench/bench_audit_scale.py --sizes 10000 100000 550000
     python bench/bench_audit_scale.py --sizes 10000 --profile full
+    python bench/bench_audit_scale.py --data ../shared/data/snli/dev.jsonl   # goal 2
+
+``--data`` audits one real file twice in fresh processes, with an empty cache folder
+(cold: the encoder runs) and then with that folder filled (warm); the encoder's time is
+the ``artifact:features:...`` steps of the cold run.
 
 Results accumulate in ``bench/results/audit_scale.json`` keyed by profile and size.
 """
@@ -95,11 +100,23 @@ def _steps(manifest: dict[str, Any]) -> dict[str, dict[str, float]]:
 
 def run_size(n: int, profile: str, cold: bool, timeout: float, extra: list[str]) -> dict[str, Any]:
     data, distinct = _data_file(n)
-    out = WORK / f"run_{profile}_{n}"
+    row = run_audit(data, f"{profile}_{n}", profile, cold, timeout, extra)
+    return {"n": n, "distinct_texts": distinct, **row}
+
+
+def run_audit(
+    data: Path, key: str, profile: str, cold: bool, timeout: float, extra: list[str]
+) -> dict[str, Any]:
+    """One ``spurious audit`` of ``data`` in a fresh process under ``/usr/bin/time -v``.
+
+    ``cold``: an empty cache folder first (the encoder's work is timed); otherwise the
+    folder of the previous run with the same ``key`` is reused (the warm case)."""
+    out = WORK / f"run_{key}"
     env = {**os.environ, "SPURIOUS_PEAK_RSS": "1", "HF_HUB_OFFLINE": "1"}
+    cache = WORK / f"cache_{key}"
     if cold:
-        cache = WORK / f"cache_{profile}_{n}"
         shutil.rmtree(cache, ignore_errors=True)
+    if cold or cache.exists():
         env["SPURIOUS_CACHE_DIR"] = str(cache)
     cmd = [str(SPURIOUS), "audit", str(data), "--task", "nli", "--out", str(out), "--force"]
     cmd += ["--quick"] if profile == "quick" else []
@@ -111,8 +128,8 @@ def run_size(n: int, profile: str, cold: bool, timeout: float, extra: list[str])
             timeout=timeout,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
-        return {"n": n, "timed_out": True, "limit_s": timeout}
-    row: dict[str, Any] = {"n": n, "distinct_texts": distinct, "exit_code": proc.returncode}
+        return {"timed_out": True, "limit_s": timeout}
+    row: dict[str, Any] = {"command": " ".join(cmd), "exit_code": proc.returncode}
     row.update(_parse_time(proc.stderr))
     row["wall_s"] = row.get("wall_s", round(time.perf_counter() - start, 2))
     manifest = out / "manifest.json"
@@ -148,6 +165,11 @@ def growth(rows: list[dict[str, Any]]) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 550_000])
+    parser.add_argument(
+        "--data",
+        type=Path,
+        help="audit this file instead (issue 24 goal 2: SNLI dev); with --cold, then warm",
+    )
     parser.add_argument("--profile", choices=("quick", "full"), default="quick")
     parser.add_argument("--cold", action="store_true", help="an empty cache per size")
     parser.add_argument("--timeout", type=float, default=7200.0, help="seconds per size")
@@ -155,6 +177,8 @@ def main() -> int:
                         help="further audit options, e.g. --extra --features tfidf")  # fmt: skip
     args = parser.parse_args()
     results = json.loads(OUT.read_text()) if OUT.exists() else {}
+    if args.data is not None:
+        return _run_file(results, args)
     runs = results.setdefault("runs", {}).setdefault(args.profile, {})
     for n in args.sizes:
         print(f"audit --{args.profile} on {n:,} SNLI-like pairs ...", flush=True)
@@ -167,6 +191,21 @@ def main() -> int:
             flush=True,
         )
         _save(results, args)  # after each size: a long run keeps what it measured
+    return 0
+
+
+def _run_file(results: dict[str, Any], args: argparse.Namespace) -> int:
+    """Goal 2: the audit of one real file, cold (empty cache) then warm (same cache)."""
+    key = f"{args.data.stem}_{args.profile}"
+    rows = results.setdefault("files", {}).setdefault(key, {})
+    for case in ("cold", "warm"):
+        print(f"audit --{args.profile} of {args.data} ({case} cache) ...", flush=True)
+        load_start = os.getloadavg()
+        row = run_audit(args.data, key, args.profile, case == "cold", args.timeout, args.extra)
+        row.update(load_avg_start=load_start, load_avg_end=os.getloadavg())
+        rows[case] = row
+        print(f"  wall {row.get('wall_s')} s, peak {row.get('peak_rss_gib')} GiB", flush=True)
+        _save(results, args)
     return 0
 
 

@@ -385,3 +385,18 @@ def test_section_says_the_fast_path_is_a_proxy(result):
     html = str(build_section(result).html_body)
     assert "fast path is a proxy" in html and "path=&#39;finetune&#39;" in html
     assert "permuted labels" in html
+
+
+def test_null_trainings_side_by_side_give_the_numbers_of_one_after_another(planted, monkeypatch):
+    """The null maps run on one worker thread per core (Executor.map(side_by_side)); each
+    training is seeded by its own draw, so the numbers equal a one-after-another run."""
+    from spurious.execution import executor as executor_module
+
+    train, test, _ = planted
+    runs = {}
+    for cores in (1, 4):  # 4 workers even on a 2-core machine: the threads interleave
+        monkeypatch.setattr(executor_module, "available_cores", lambda n=cores: n)
+        res = Cartography(features="bow", epochs=3, null_permutations=2).run(train, test)
+        runs[cores] = res.metrics
+    for key in ("spearman_confidence_null", "spearman_confidence_null_sd", "spearman_excess"):
+        assert runs[1][key] == runs[4][key]

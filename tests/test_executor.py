@@ -114,3 +114,20 @@ def test_ray_executor_matches_local(ray_cluster):
     pd.testing.assert_frame_equal(a.scores, b.scores)
     ex.close()  # did not start Ray: leaves the caller's cluster running
     assert ray_cluster.is_initialized()
+
+
+def test_local_executor_side_by_side_runs_calls_at_once_in_order(monkeypatch):
+    import threading
+
+    from spurious.execution import executor as executor_module
+
+    monkeypatch.setattr(executor_module, "available_cores", lambda: 2)
+    barrier = threading.Barrier(2, timeout=10)
+
+    def meet(item, shared):  # only returns once two calls are running at the same time
+        barrier.wait()
+        return item * shared
+
+    assert LocalExecutor().map(meet, [1, 2], shared=3, side_by_side=True) == [3, 6]
+    # Without side_by_side the calls run one after another (the barrier would time out).
+    assert LocalExecutor().map(lambda i, s: i + s, [1, 2], shared=3) == [4, 5]

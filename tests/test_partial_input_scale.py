@@ -305,3 +305,30 @@ def test_ray_executor_gives_the_local_result(ray_cluster, grouped, features, tmp
         pd.testing.assert_frame_equal(local.scores[preds], remote.scores[preds])
     ex.close()  # the caller's cluster is left running
     assert ray_cluster.is_initialized()
+
+
+def test_fits_side_by_side_give_the_numbers_of_one_after_another(grouped, tmp_path, monkeypatch):
+    """Dense (stateless) features: the fold x condition fits run on one worker thread per
+    core when their row copies fit in memory together; every fit is single-threaded
+    either way, so the results are equal, not merely close."""
+    from spurious.detectors.partial_input import crossfit
+    from spurious.execution import executor as executor_module
+
+    monkeypatch.setenv("SPURIOUS_CACHE_DIR", str(tmp_path / "cache"))
+    kw = dict(features="minilm", n_folds=3, n_resamples=50)
+    runs = {}
+    for cores in (1, 4):  # 4 worker threads even on a 2-core machine
+        monkeypatch.setattr(executor_module, "available_cores", lambda n=cores: n)
+        inputs = crossfit._CrossFitInputs(
+            None, np.zeros(3), np.zeros(3), 2, "logistic", 0, matrices={"full": np.ones(3)}
+        )
+        assert crossfit.side_by_side(LocalExecutor(), inputs, 3) == cores
+        runs[cores] = PartialInput(**kw).run(grouped)
+    pd.testing.assert_frame_equal(runs[1].scores, runs[4].scores)
+    assert runs[1].metrics == runs[4].metrics
+    # Above the memory bound the fits run one after another.
+    monkeypatch.setattr(crossfit, "SIDE_BY_SIDE_BYTES", 0)
+    inputs = crossfit._CrossFitInputs(
+        None, np.zeros(10), np.zeros(10), 2, "logistic", 0, matrices={"full": np.ones((10, 4))}
+    )
+    assert crossfit.side_by_side(LocalExecutor(), inputs, 3) == 1

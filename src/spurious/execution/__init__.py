@@ -9,6 +9,7 @@ from spurious.execution.executor import (
     Executor,
     LocalExecutor,
     RayExecutor,
+    available_cores,
     executor_config,
     make_executor,
 )
@@ -19,6 +20,7 @@ __all__ = [
     "Executor",
     "LocalExecutor",
     "RayExecutor",
+    "available_cores",
     "current_executor",
     "executor_config",
     "make_executor",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -30,6 +31,7 @@ __all__ = [
     "Executor",
     "LocalExecutor",
     "RayExecutor",
+    "available_cores",
     "check_ray_address",
     "executor_config",
     "make_executor",
@@ -65,7 +67,14 @@ class Executor:
         """Connect now rather than at the first call (a bad address then fails early)."""
         return self
 
-    def map(self, fn: Callable[..., Any], items: Sequence[Any], *, shared: Any = None) -> list:
+    def map(
+        self,
+        fn: Callable[..., Any],
+        items: Sequence[Any],
+        *,
+        shared: Any = None,
+        side_by_side: bool = False,
+    ) -> list:
         """``[fn(item, shared) for item in items]``, possibly in parallel, in item order.
 
         Parameters
@@ -76,6 +85,12 @@ class Executor:
             One call per item.
         shared : object, optional
             A value (or what :meth:`put` returned) given to every call.
+        side_by_side : bool, default=False
+            The calls are single-threaded units that may run at once in this process
+            (torch and numpy release the GIL; each call's seeding is its own) and each
+            needs little memory beyond ``shared``: the local executor then runs them
+            on one worker thread per core, one intra-op thread each. Remote
+            executors run calls in parallel anyway.
         """
         raise NotImplementedError  # pragma: no cover  (abstract)
 
@@ -107,11 +122,41 @@ class LocalExecutor(Executor):
 
     name = "local"
 
-    def map(self, fn: Callable[..., Any], items: Sequence[Any], *, shared: Any = None) -> list:
-        return [fn(item, shared) for item in items]
+    def map(
+        self,
+        fn: Callable[..., Any],
+        items: Sequence[Any],
+        *,
+        shared: Any = None,
+        side_by_side: bool = False,
+    ) -> list:
+        workers = min(len(items), available_cores()) if side_by_side else 1
+        if workers <= 1:
+            return [fn(item, shared) for item in items]
+        from concurrent.futures import ThreadPoolExecutor
+
+        from spurious.utils.threads import limit_threads
+
+        def one(item: Any) -> Any:
+            with limit_threads(1):  # this thread's torch / OpenMP count only
+                return fn(item, shared)
+
+        # The process-wide BLAS pools are limited here, in the calling thread, around
+        # the workers (a worker may only change its own thread's settings).
+        with limit_threads(1), ThreadPoolExecutor(workers, thread_name_prefix="spurious") as pool:
+            return list(pool.map(one, items))
 
     def __repr__(self) -> str:
         return "LocalExecutor()"
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on (its affinity mask): the worker threads of a
+    local ``map(side_by_side=True)``."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover  (macOS, Windows)
+        return os.cpu_count() or 1
 
 
 def _import_ray():
@@ -198,7 +243,14 @@ class RayExecutor(Executor):
     def put(self, obj: Any) -> Any:
         return self._ray().put(obj)
 
-    def map(self, fn: Callable[..., Any], items: Sequence[Any], *, shared: Any = None) -> list:
+    def map(
+        self,
+        fn: Callable[..., Any],
+        items: Sequence[Any],
+        *,
+        shared: Any = None,
+        side_by_side: bool = False,  # every Ray task is its own unit already
+    ) -> list:
         ray = self._ray()
         if self._remote is None:
             self._remote = ray.remote(num_cpus=self.num_cpus_per_task)(_apply)

@@ -14,6 +14,7 @@ torch is imported only when a function runs.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -72,6 +73,9 @@ def rows_tensor(X: Any, idx: np.ndarray) -> Any:
     return _torch().from_numpy(np.ascontiguousarray(part, dtype=np.float32))
 
 
+_INIT_LOCK = threading.Lock()
+
+
 def seeded_mlp(
     rng: np.random.Generator,
     n_features: int,
@@ -89,7 +93,9 @@ def seeded_mlp(
     """
     torch = _torch()
     seed = int(rng.integers(0, 2**31 - 1))
-    with torch.random.fork_rng(devices=[]):
+    # The lock: fits running side by side on worker threads (Executor.map(side_by_side))
+    # must not interleave their seeding and draws on torch's one global generator.
+    with _INIT_LOCK, torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         if hidden_size is None:
             encoder, head = torch.nn.Identity(), torch.nn.Linear(n_features, n_classes)

@@ -22,7 +22,10 @@ each other. Hence:
   below :attr:`~spurious.models.batched.BatchedLogisticRegression.parallel_groups_below`
   GEMM FLOPs or sparse, scikit-learn per partition): **one thread each**, independent
   fits side by side on worker threads where the caller has several
-  (:func:`spurious.models.runtime.thread_map`: AFLite's groups);
+  (:func:`spurious.models.runtime.thread_map`: AFLite's groups;
+  ``Executor.map(side_by_side=True)`` on the local executor: cartography's null
+  trainings, and partial input's fold x condition fits when their row copies fit in
+  memory together);
 - **one large GEMM** (a dense AFLite group above that threshold): **every thread torch
   was given, as long as the machine has idle cores for them** (one more than the idle
   cores, from the 1-minute load average), else one. On the busy machine above 2

@@ -135,6 +135,11 @@ def null_spearmans(
         },
     }
     items = [(b, view) for b in draws for view in views]
-    confidence = executor.map(null_confidence, items, shared=executor.put(shared))
+    # Each training is a 1-thread fit on the shared matrices, seeded by its draw: on a
+    # local executor they run side by side, one per core (the same numbers as one after
+    # another: tests/test_execution.py).
+    confidence = executor.map(
+        null_confidence, items, shared=executor.put(shared), side_by_side=True
+    )
     pairs = zip(confidence[0::2], confidence[1::2], strict=True)
     return [r for a, b in pairs if (r := spearman_or_none(a, b)) is not None]

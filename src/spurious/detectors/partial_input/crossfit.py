@@ -45,6 +45,42 @@ class _CrossFitInputs:
     dataset: Dataset | None = None
 
 
+#: Fits whose copies of their training rows take at most this much memory together
+#: run side by side on a local executor (one per core); bigger ones one after another.
+SIDE_BY_SIDE_BYTES = 2 * 2**30
+
+
+def side_by_side(executor: Any, inputs: _CrossFitInputs, n_folds: int) -> int:
+    """How many fold x condition fits may run side by side in this process (1: one after
+    another): one per core on a local executor, for precomputed feature matrices (the
+    lexical and refitted featurizers build per-fold state), when every core's copy of a
+    fold's training rows fits within :data:`SIDE_BY_SIDE_BYTES`.
+
+    Examples
+    --------
+    >>> from spurious.execution import LocalExecutor
+    >>> X = np.zeros((1000, 8), np.float32)
+    >>> inputs = _CrossFitInputs(None, np.zeros(1000), np.zeros(1000), 2, "logistic", 0,
+    ...                          matrices={"full": X})
+    >>> side_by_side(LocalExecutor(), inputs, 5) >= 1
+    True
+    """
+    from spurious.execution import executor as executors  # its cores, looked up per call
+
+    if executor.remote or inputs.matrices is None:
+        return 1
+    cores = executors.available_cores()
+    per_fit = max(_nbytes(X) for X in inputs.matrices.values()) * (n_folds - 1) / n_folds
+    return cores if per_fit * cores <= SIDE_BY_SIDE_BYTES else 1
+
+
+def _nbytes(X: Any) -> int:
+    if hasattr(X, "nbytes"):
+        return int(X.nbytes)
+    # scipy sparse: its three arrays
+    return int(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes)
+
+
 def _fit_fold(task: tuple[View, int], shared: _CrossFitInputs) -> np.ndarray:
     """Class probabilities of fold ``k``'s rows from a probe fitted on the other folds.
 

@@ -28,6 +28,7 @@ from spurious.detectors.partial_input.crossfit import (
     _fit_fold,
     _fit_predict,
     assign_folds,
+    side_by_side,
 )
 from spurious.detectors.partial_input.finetuned import (
     fine_tuned_probabilities,
@@ -408,17 +409,23 @@ class PartialInput(Detector):
         bar = step_bar("partial_input: fold x condition", len(tasks), enabled=progress, unit="fit")
         try:
             shared = executor.put(inputs)
-            # One task at a time locally (the bar moves per fit); remotely, whole folds
-            # per batch, enough to keep every worker busy (the conditions of a fold
-            # differ a lot in cost), so the bar and the log still move fold by fold.
-            workers = executor.n_workers
+            # Locally one task at a time (the bar moves per fit), or, when the fits'
+            # copies of their training rows fit in memory together, whole folds side by
+            # side on one thread per core; remotely, whole folds per batch, enough to keep
+            # every worker busy (the conditions of a fold differ a lot in cost), so the
+            # bar and the log still move fold by fold.
+            side_workers = side_by_side(executor, inputs, self.n_folds)
+            side = side_workers > 1
+            workers = side_workers if side else executor.n_workers
             step = 1 if workers <= 1 else len(views) * -(-workers // len(views))
             start, done_in_fold = time.perf_counter(), {k: 0 for k in range(self.n_folds)}
             for i in range(0, len(tasks), step):
                 batch = tasks[i : i + step]
                 bar.set_postfix_str(f"fold {batch[0][1] + 1}/{self.n_folds}")  # running now
                 for (view, k), proba in zip(
-                    batch, executor.map(_fit_fold, batch, shared=shared), strict=True
+                    batch,
+                    executor.map(_fit_fold, batch, shared=shared, side_by_side=side),
+                    strict=True,
                 ):
                     probas[view.name][fold_of == k] = proba
                     done_in_fold[k] += 1
