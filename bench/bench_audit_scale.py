@@ -171,6 +171,9 @@ def main() -> int:
         help="audit this file instead (issue 24 goal 2: SNLI dev); with --cold, then warm",
     )
     parser.add_argument("--profile", choices=("quick", "full"), default="quick")
+    parser.add_argument(
+        "--label", help="with --data: a suffix of the result's key (e.g. the code measured)"
+    )
     parser.add_argument("--cold", action="store_true", help="an empty cache per size")
     parser.add_argument("--timeout", type=float, default=7200.0, help="seconds per size")
     parser.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
@@ -194,15 +197,30 @@ def main() -> int:
     return 0
 
 
+def _code_version() -> str:
+    """The commit of the spurious package the audit imports (PYTHONPATH may point to
+    another checkout, to measure a baseline in the same session)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    src = subprocess.run(
+        [sys.executable, "-c", "import spurious, pathlib; print(pathlib.Path(spurious.__file__).parents[2])"],
+        env=env, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    head = subprocess.run(
+        ["git", "-C", src, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    return f"{src} @ {head}"
+
+
 def _run_file(results: dict[str, Any], args: argparse.Namespace) -> int:
     """Goal 2: the audit of one real file, cold (empty cache) then warm (same cache)."""
-    key = f"{args.data.stem}_{args.profile}"
+    key = f"{args.data.stem}_{args.profile}" + (f"_{args.label}" if args.label else "")
     rows = results.setdefault("files", {}).setdefault(key, {})
     for case in ("cold", "warm"):
         print(f"audit --{args.profile} of {args.data} ({case} cache) ...", flush=True)
         load_start = os.getloadavg()
         row = run_audit(args.data, key, args.profile, case == "cold", args.timeout, args.extra)
         row.update(load_avg_start=load_start, load_avg_end=os.getloadavg())
+        row["code"] = _code_version()
         rows[case] = row
         print(f"  wall {row.get('wall_s')} s, peak {row.get('peak_rss_gib')} GiB", flush=True)
         _save(results, args)

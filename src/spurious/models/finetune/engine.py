@@ -57,7 +57,7 @@ from spurious.models.finetune.outputs import (
     prepare_output,
     write_model,
 )
-from spurious.models.finetune.trainer import build_trainer, epoch_history, final_metrics
+from spurious.models.finetune.trainer import run_trainer
 from spurious.models.runtime import (
     cpu_supports_bf16,
     quiet_transformers,
@@ -204,7 +204,7 @@ def fine_tune(
             )
             trained = model
         else:
-            trainer, recorder, timer = build_trainer(
+            dynamics, history, metrics, trained, is_main = run_trainer(
                 transformers,
                 cfg,
                 model,
@@ -217,30 +217,13 @@ def fine_tune(
                 precision=precision,
                 ckpt_dir=ckpt_dir,
                 callbacks=callbacks,
+                run_info=run_info,
+                resume_from=last,
                 progress=show,
+                t_start=t_start,
             )
-            if trainer.is_world_process_zero():
-                ckpt_dir.mkdir(parents=True, exist_ok=True)
-                atomic_write_json(ckpt_dir / RUN_FILE, run_info)
-            if last is not None:
-                recorder.load(last)
-                timer.load(last)
-                logger.info("resuming from %s", last)
-            # The Trainer's own notes (checkpoint file-system hints, shard-writing bars)
-            # are noise around our progress bar; errors still raise.
-            with quiet_transformers():
-                train_out = trainer.train(resume_from_checkpoint=str(last) if last else None)
-            wall = time.perf_counter() - t_start
-            if not trainer.is_world_process_zero():
-                return FineTuneResult(out, out / MODEL_DIR, recorder.frame(), [], {}, cfg)
-            dynamics = recorder.frame()
-            history = epoch_history(trainer.state.log_history, dynamics, timer.epochs)
-            metrics = final_metrics(
-                trainer, train_out, history, timer, len(train_enc), eval_enc, wall
-            )
-            trained = trainer.model
-            if trainer.head_input is not None:
-                trainer.head_input.remove()
+            if not is_main:
+                return FineTuneResult(out, out / MODEL_DIR, dynamics, [], {}, cfg)
 
     metrics.update(device=device, precision=precision, loop=loop)
     if loss_module is not None:

@@ -29,17 +29,20 @@ from __future__ import annotations
 
 import logging
 import math
-import os
-import shutil
-import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from spurious.models.finetune.config import FineTuneConfig
 from spurious.models.finetune.data import EncodedSplit, PadCollator
 from spurious.models.finetune.debias import HeadInput, SideInputs
+from spurious.models.finetune.lean_state import (
+    LeanState,
+    Optimisation,
+    load_checkpoint,
+    save_checkpoint,
+)
 from spurious.models.finetune.outputs import LEAN_STATE, RUN_FILE
 from spurious.models.finetune.recording import DynamicsRecorder
 from spurious.models.finetune.trainer import epoch_history, summary_metrics
@@ -47,35 +50,6 @@ from spurious.models.runtime import amp_context
 from spurious.utils.io import atomic_write_json, read_json
 
 logger = logging.getLogger(__name__)
-
-_WEIGHTS = "model.safetensors"
-_BEST = "best.safetensors"
-_OPTIMIZER = "optimizer.pt"
-
-
-@dataclass
-class LeanState:
-    """Where a lean fine-tune stands (stored in every checkpoint)."""
-
-    epochs_done: int = 0
-    global_step: int = 0
-    best_accuracy: float | None = None
-    best_epoch: int | None = None
-    bad_epochs: int = 0
-    stopped_early: bool = False
-    loss_sum: float = 0.0
-    loss_batches: int = 0
-    log_history: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass
-class _Optimisation:
-    """What a step updates and a checkpoint stores besides the weights."""
-
-    optimizer: Any
-    scheduler: Any
-    scaler: Any  # torch.amp.GradScaler for fp16, else None
-    generator: Any  # the batch order's torch.Generator
 
 
 @dataclass
@@ -203,135 +177,34 @@ def train_lean(
     epoch's with early stopping, else the last).
     """
     import torch
-    import transformers
 
     torch_device = torch.device(device)
-    on_cuda = torch_device.type == "cuda"
     model.to(torch_device)
     model.train()
     spe = steps_per_epoch(len(train_enc), cfg)
-    total_steps = spe * cfg.epochs
-    decay = decay_parameter_names(model)
-    groups = [
-        {
-            "params": [p for n, p in model.named_parameters() if n in decay and p.requires_grad],
-            "weight_decay": cfg.weight_decay,
-        },
-        {
-            "params": [
-                p for n, p in model.named_parameters() if n not in decay and p.requires_grad
-            ],
-            "weight_decay": 0.0,
-        },
-    ]
-    # Fused: one kernel per step over all parameters (CUDA and CPU), as the Trainer's
-    # default optimiser (adamw_torch_fused).
-    optimizer = torch.optim.AdamW(groups, lr=cfg.learning_rate, fused=True)
-    opt = _Optimisation(
-        optimizer,
-        transformers.get_linear_schedule_with_warmup(
-            optimizer, math.ceil(cfg.warmup_ratio * total_steps), total_steps
-        ),
-        torch.amp.GradScaler("cuda") if precision == "fp16" else None,
-        torch.Generator().manual_seed(cfg.seed),
-    )
-    scaler = opt.scaler
+    opt = _make_optimisation(cfg, model, spe * cfg.epochs, precision)
     state = LeanState()
-    evaluate = eval_enc is not None
-    keep_best = evaluate and cfg.early_stopping_patience is not None
+    keep_best = eval_enc is not None and cfg.early_stopping_patience is not None
     best_weights: dict[str, Any] | None = None
     if resume_from is not None:
-        best_weights = _load_checkpoint(resume_from, model, opt, recorder, epoch_times)
+        best_weights = load_checkpoint(resume_from, model, opt, recorder, epoch_times)
         state = LeanState(**read_json(resume_from / LEAN_STATE))
-
-    collate = PadCollator(train_enc.pad_id, 8 if on_cuda else None)
-    side_dev = {k: torch.as_tensor(v, device=torch_device) for k, v in side.items().items()}
-    head_input = HeadInput(model) if loss_module is not None and loss_module.needs_hidden else None
-    # compile=True: CUDA graphs (torch.compile mode "reduce-overhead") on a GPU, where a
-    # step of a small model is bound by the host launching ~600 kernels, not by the GPU
-    # (bench/profile_finetune_step.py). Graphs need fixed shapes: widths are padded up to
-    # a few buckets and a short last batch runs eagerly. The compiled module shares the
-    # model's parameters; the no-grad passes use the eager model.
-    forward = model
-    buckets: tuple[int, ...] = ()
-    if cfg.compile:
-        mode = "reduce-overhead" if on_cuda else None
-        forward = torch.compile(model, mode=mode, dynamic=False)
-        buckets = width_buckets(cfg.max_length)
-    gas = cfg.gradient_accumulation_steps
-    per_epoch = cfg.dynamics_per_epoch
+    run = _Run.build(cfg, model, train_enc, side, loss_module, device, precision)
     train_pass = cfg.record_dynamics and cfg.train_dynamics == "pass"
-    capture = cfg.record_dynamics and cfg.train_dynamics == "forward"
     bar = _bar(progress, len(train_enc), cfg.epochs, state.epochs_done)
     try:
         while state.epochs_done < cfg.epochs and not state.stopped_early:
-            epoch = state.epochs_done  # 0-based index of the epoch being trained
-            t0 = time.perf_counter()
-            p0 = recorder.pass_seconds
-            order = _epoch_order(train_enc, cfg, opt.generator)
-            batches = [order[i : i + cfg.batch_size] for i in range(0, len(order), cfg.batch_size)]
-            targets = {round(j * spe / per_epoch) for j in range(1, per_epoch)} - {0, spe}
-            loss_sum = torch.zeros((), device=torch_device)
-            step_in_epoch = 0
-            nxt = _to_device(collate, train_enc, batches[0], torch_device)
-            for b, rows in enumerate(batches):
-                batch = nxt
-                if b + 1 < len(batches):  # pad and copy the next batch while this one runs
-                    nxt = _to_device(collate, train_enc, batches[b + 1], torch_device)
-                idx = batch.pop("idx")
-                labels = batch.pop("labels")
-                graphed = bool(buckets) and len(rows) == cfg.batch_size
-                if graphed:
-                    batch = _pad_width(batch, buckets, train_enc.pad_id)
-                    torch.compiler.cudagraph_mark_step_begin()
-                with amp_context(device, precision):
-                    logits = (forward if graphed else model)(**batch).logits
-                if graphed:  # a graph's outputs are overwritten by its next replay
-                    logits = logits.clone()
-                if loss_module is not None:
-                    hidden = head_input.pop() if head_input is not None else None
-                    extra = {k: v[idx] for k, v in side_dev.items()}
-                    loss = loss_module(
-                        logits.float(),
-                        labels,
-                        hidden=None if hidden is None else hidden.float(),
-                        **extra,
-                    )
-                else:
-                    loss = torch.nn.functional.cross_entropy(logits.float(), labels)
-                scaled = loss / gas
-                (scaler.scale(scaled) if scaler is not None else scaled).backward()
-                loss_sum += loss.detach()
-                if capture:
-                    recorder.capture(idx, logits)
-                if (b + 1) % gas == 0 or b + 1 == len(batches):
-                    if step_in_epoch < spe:
-                        _optimizer_step(model, opt, cfg.max_grad_norm)
-                        state.global_step += 1
-                        step_in_epoch += 1
-                    else:  # the Trainer's count drops a trailing partial accumulation
-                        optimizer.zero_grad(set_to_none=True)
-                    if step_in_epoch in targets:
-                        recorder.snapshot(
-                            model,
-                            epoch + step_in_epoch / spe,
-                            state.global_step,
-                            train=train_pass,
-                        )
-                if bar is not None:
-                    bar.update(len(rows))
+            t0, p0 = time.perf_counter(), recorder.pass_seconds
+            epoch_loss = _train_epoch(cfg, run, opt, state, recorder, spe, train_pass, bar)
             state.epochs_done += 1
-            epoch_loss = float(loss_sum) / len(batches)  # one host sync per epoch
-            state.loss_sum += epoch_loss * len(batches)
-            state.loss_batches += len(batches)
             state.log_history.append({"epoch": float(state.epochs_done), "loss": epoch_loss})
             if recorder.record:
                 recorder.flush_forward(state.epochs_done)
-            if evaluate or train_pass:
+            if eval_enc is not None or train_pass:
                 recorder.snapshot(
                     model, float(state.epochs_done), state.global_step, train=train_pass
                 )
-            if evaluate:
+            if eval_enc is not None:
                 found = recorder.eval_metrics[state.global_step]
                 state.log_history.append(
                     {
@@ -351,18 +224,181 @@ def train_lean(
                 "dynamics_seconds": round(passes, 3),
             }
             if cfg.save_checkpoints:
-                _save_checkpoint(
-                    ckpt_dir, state, model, opt,
-                    recorder, epoch_times, best_weights,
-                )  # fmt: skip
+                save_checkpoint(ckpt_dir, state, model, opt, recorder, epoch_times, best_weights)
     finally:
         if bar is not None:
             bar.close()
-        if head_input is not None:
-            head_input.remove()
+        if run.head_input is not None:
+            run.head_input.remove()
     if keep_best and best_weights is not None:
         model.load_state_dict(best_weights)
     return LeanOutcome(state, keep_best, cfg.epochs)
+
+
+def _make_optimisation(
+    cfg: FineTuneConfig, model: Any, total_steps: int, precision: str
+) -> Optimisation:
+    import torch
+    import transformers
+
+    decay = decay_parameter_names(model)
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    groups = [
+        {"params": [p for n, p in named if n in decay], "weight_decay": cfg.weight_decay},
+        {"params": [p for n, p in named if n not in decay], "weight_decay": 0.0},
+    ]
+    # Fused: one kernel per step over all parameters (CUDA and CPU), as the Trainer's
+    # default optimiser (adamw_torch_fused).
+    optimizer = torch.optim.AdamW(groups, lr=cfg.learning_rate, fused=True)
+    return Optimisation(
+        optimizer,
+        transformers.get_linear_schedule_with_warmup(
+            optimizer, math.ceil(cfg.warmup_ratio * total_steps), total_steps
+        ),
+        torch.amp.GradScaler("cuda") if precision == "fp16" else None,
+        torch.Generator().manual_seed(cfg.seed),
+    )
+
+
+@dataclass
+class _Run:
+    """What every training step of a fine-tune reads."""
+
+    model: Any
+    forward: Any  # the model, or its compiled step
+    buckets: tuple[int, ...]  # padded widths of compiled steps (empty: eager)
+    split: EncodedSplit
+    collate: PadCollator
+    loss_module: Any
+    head_input: HeadInput | None
+    side: dict[str, Any]  # side inputs on the device, by batch key
+    device: str
+    precision: str
+    batch_size: int
+    gas: int
+    capture: bool
+
+    @classmethod
+    def build(
+        cls,
+        cfg: FineTuneConfig,
+        model: Any,
+        split: EncodedSplit,
+        side: SideInputs,
+        loss_module: Any,
+        device: str,
+        precision: str,
+    ) -> _Run:
+        import torch
+
+        on_cuda = torch.device(device).type == "cuda"
+        needs_hidden = loss_module is not None and loss_module.needs_hidden
+        # compile=True: CUDA graphs (torch.compile mode "reduce-overhead") on a GPU,
+        # where a step of a small model is bound by the host launching ~600 kernels, not
+        # by the GPU (bench/profile_finetune_step.py). Graphs need fixed shapes: widths
+        # are padded up to a few buckets and a short last batch runs eagerly. The
+        # compiled module shares the model's parameters; the no-grad passes use the
+        # eager model.
+        forward, buckets = model, ()
+        if cfg.compile:
+            mode = "reduce-overhead" if on_cuda else None
+            forward = torch.compile(model, mode=mode, dynamic=False)
+            buckets = width_buckets(cfg.max_length)
+        return cls(
+            model=model,
+            forward=forward,
+            buckets=buckets,
+            split=split,
+            collate=PadCollator(split.pad_id, 8 if on_cuda else None),
+            loss_module=loss_module,
+            head_input=HeadInput(model) if needs_hidden else None,
+            side={k: torch.as_tensor(v, device=device) for k, v in side.items().items()},
+            device=device,
+            precision=precision,
+            batch_size=cfg.batch_size,
+            gas=cfg.gradient_accumulation_steps,
+            capture=cfg.record_dynamics and cfg.train_dynamics == "forward",
+        )
+
+    def batch(self, rows: list[int]) -> dict[str, Any]:
+        import torch
+
+        return _to_device(self.collate, self.split, rows, torch.device(self.device))
+
+    def loss(self, batch: dict[str, Any], n_rows: int) -> tuple[Any, Any, Any]:
+        """``(loss, logits, idx)`` of one batch (forward pass only)."""
+        import torch
+
+        idx = batch.pop("idx")
+        labels = batch.pop("labels")
+        graphed = bool(self.buckets) and n_rows == self.batch_size
+        if graphed:
+            batch = _pad_width(batch, self.buckets, self.split.pad_id)
+            torch.compiler.cudagraph_mark_step_begin()
+        with amp_context(self.device, self.precision):
+            logits = (self.forward if graphed else self.model)(**batch).logits
+        if graphed:  # a graph's outputs are overwritten by its next replay
+            logits = logits.clone()
+        if self.loss_module is None:
+            return torch.nn.functional.cross_entropy(logits.float(), labels), logits, idx
+        hidden = self.head_input.pop() if self.head_input is not None else None
+        loss = self.loss_module(
+            logits.float(),
+            labels,
+            hidden=None if hidden is None else hidden.float(),
+            **{k: v[idx] for k, v in self.side.items()},
+        )
+        return loss, logits, idx
+
+
+def _train_epoch(
+    cfg: FineTuneConfig,
+    run: _Run,
+    opt: Optimisation,
+    state: LeanState,
+    recorder: DynamicsRecorder,
+    spe: int,
+    train_pass: bool,
+    bar: Any,
+) -> float:
+    """One epoch of steps; returns its mean batch loss (the epoch's one host sync)."""
+    import torch
+
+    epoch = state.epochs_done  # 0-based index of the epoch being trained
+    order = _epoch_order(run.split, cfg, opt.generator)
+    batches = [order[i : i + cfg.batch_size] for i in range(0, len(order), cfg.batch_size)]
+    per_epoch = cfg.dynamics_per_epoch
+    targets = {round(j * spe / per_epoch) for j in range(1, per_epoch)} - {0, spe}
+    loss_sum = torch.zeros((), device=run.device)
+    step_in_epoch = 0
+    nxt = run.batch(batches[0])
+    for b, rows in enumerate(batches):
+        batch = nxt
+        if b + 1 < len(batches):  # pad and copy the next batch while this one runs
+            nxt = run.batch(batches[b + 1])
+        loss, logits, idx = run.loss(batch, len(rows))
+        scaled = loss / run.gas
+        (opt.scaler.scale(scaled) if opt.scaler is not None else scaled).backward()
+        loss_sum += loss.detach()
+        if run.capture:
+            recorder.capture(idx, logits)
+        if (b + 1) % run.gas == 0 or b + 1 == len(batches):
+            if step_in_epoch < spe:
+                _optimizer_step(run.model, opt, cfg.max_grad_norm)
+                state.global_step += 1
+                step_in_epoch += 1
+            else:  # the Trainer's count drops a trailing partial accumulation
+                opt.optimizer.zero_grad(set_to_none=True)
+            if step_in_epoch in targets:
+                recorder.snapshot(
+                    run.model, epoch + step_in_epoch / spe, state.global_step, train=train_pass
+                )
+        if bar is not None:
+            bar.update(len(rows))
+    epoch_loss = float(loss_sum) / len(batches)
+    state.loss_sum += epoch_loss * len(batches)
+    state.loss_batches += len(batches)
+    return epoch_loss
 
 
 def _epoch_order(split: EncodedSplit, cfg: FineTuneConfig, generator: Any) -> list[int]:
@@ -415,7 +451,7 @@ def _to_device(collate: PadCollator, split: EncodedSplit, rows: list[int], devic
     return batch
 
 
-def _optimizer_step(model: Any, opt: _Optimisation, max_norm: float) -> None:
+def _optimizer_step(model: Any, opt: Optimisation, max_norm: float) -> None:
     import torch
 
     optimizer, scaler = opt.optimizer, opt.scaler
@@ -451,98 +487,6 @@ def _early_stopping(
     if cfg.early_stopping_patience is not None and state.bad_epochs >= cfg.early_stopping_patience:
         state.stopped_early = state.epochs_done < cfg.epochs
     return best_weights
-
-
-def _rng_state() -> dict[str, Any]:
-    import torch
-
-    out: dict[str, Any] = {"cpu": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        out["cuda"] = torch.cuda.get_rng_state_all()
-    return out
-
-
-def _save_checkpoint(
-    ckpt_dir: Path,
-    state: LeanState,
-    model: Any,
-    opt: _Optimisation,
-    recorder: DynamicsRecorder,
-    epoch_times: dict[int, dict[str, float]],
-    best_weights: dict[str, Any] | None,
-) -> None:
-    """``checkpoint-<step>`` written in a temporary folder and renamed into place (so a
-    folder that exists is complete); older checkpoints are removed after."""
-    import torch
-    from safetensors.torch import save_file
-
-    ckpt_dir.mkdir(parents=True, exist_ok=True)
-    final = ckpt_dir / f"checkpoint-{state.global_step}"
-    tmp = Path(tempfile.mkdtemp(prefix=".checkpoint-", dir=ckpt_dir))
-    try:
-        save_file(_contiguous(model.state_dict()), str(tmp / _WEIGHTS))
-        if best_weights is not None:
-            save_file(_contiguous(best_weights), str(tmp / _BEST))
-        torch.save(
-            {
-                "optimizer": opt.optimizer.state_dict(),
-                "scheduler": opt.scheduler.state_dict(),
-                "scaler": None if opt.scaler is None else opt.scaler.state_dict(),
-                "generator": opt.generator.get_state(),
-                "rng": _rng_state(),
-            },
-            tmp / _OPTIMIZER,
-        )
-        recorder.save(tmp)
-        atomic_write_json(tmp / "spurious_timing.json", epoch_times)
-        atomic_write_json(tmp / LEAN_STATE, asdict(state))
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    for old in ckpt_dir.glob("checkpoint-*"):
-        if old != final and old.is_dir():
-            shutil.rmtree(old, ignore_errors=True)
-
-
-def _contiguous(weights: dict[str, Any]) -> dict[str, Any]:
-    # safetensors refuses views that share memory; a state dict's tensors are saved as
-    # independent contiguous copies.
-    return {k: v.detach().contiguous().clone() for k, v in weights.items()}
-
-
-def _load_checkpoint(
-    folder: Path,
-    model: Any,
-    opt: _Optimisation,
-    recorder: DynamicsRecorder,
-    epoch_times: dict[int, dict[str, float]],
-) -> dict[str, Any] | None:
-    """Restore everything :func:`_save_checkpoint` stored; returns the best weights."""
-    import torch
-    from safetensors.torch import load_file
-
-    model.load_state_dict(
-        load_file(str(folder / _WEIGHTS), device=str(next(model.parameters()).device))
-    )
-    # weights_only: plain tensors and containers, never arbitrary objects.
-    blob = torch.load(folder / _OPTIMIZER, map_location="cpu", weights_only=True)
-    opt.optimizer.load_state_dict(blob["optimizer"])
-    opt.scheduler.load_state_dict(blob["scheduler"])
-    if opt.scaler is not None and blob["scaler"] is not None:
-        opt.scaler.load_state_dict(blob["scaler"])
-    opt.generator.set_state(blob["generator"])
-    torch.set_rng_state(blob["rng"]["cpu"])
-    if "cuda" in blob["rng"] and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(blob["rng"]["cuda"])
-    recorder.load(folder)
-    timing = folder / "spurious_timing.json"
-    if timing.is_file():
-        epoch_times.update({int(k): v for k, v in read_json(timing).items()})
-    best = folder / _BEST
-    return load_file(str(best)) if best.is_file() else None
 
 
 def _bar(progress: bool, n_train: int, epochs: int, done_epochs: int) -> Any:
