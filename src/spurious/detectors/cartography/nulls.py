@@ -137,7 +137,7 @@ def null_spearmans(
     items = [(b, view) for b in draws for view in views]
     # Each training is a 1-thread fit on the shared matrices, seeded by its draw: on a
     # local executor they run side by side, one per core (the same numbers as one after
-    # another: tests/test_execution.py).
+    # another: tests/test_cartography.py).
     confidence = executor.map(
         null_confidence, items, shared=executor.put(shared), side_by_side=True
     )

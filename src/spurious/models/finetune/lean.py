@@ -22,7 +22,7 @@ does the same optimisation with nothing around it:
 It does not run ``transformers.TrainerCallback`` objects and is single-process; those
 cases use the Trainer (``FineTuneConfig.loop``). The two loops draw different batch
 orders and dropout masks from the same seed, so their results agree within seed noise,
-not bit for bit (``bench/bench_finetune.py gpu`` measures both).
+not bit for bit (``bench/bench_finetune_gpu.py`` measures both).
 """
 
 from __future__ import annotations
