@@ -299,7 +299,8 @@ class _Run:
         # are padded up to a few buckets and a short last batch runs eagerly. The
         # compiled module shares the model's parameters; the no-grad passes use the
         # eager model.
-        forward, buckets = model, ()
+        forward: Any = model
+        buckets: tuple[int, ...] = ()
         if cfg.compile:
             mode = "reduce-overhead" if on_cuda else None
             forward = torch.compile(model, mode=mode, dynamic=False)
