@@ -200,7 +200,7 @@ def test_loop_choice(tiny_model):
     assert resolve_loop(FineTuneConfig(compile=True), "cpu") == "lean"
     with pytest.raises(ParameterError, match="callbacks"):
         resolve_loop(FineTuneConfig(loop="lean"), "cpu", [TrainerCallback()])
-    with pytest.raises(ParameterError, match="lean loop"):
+    with pytest.raises(ParameterError, match="lean loop only"):
         resolve_loop(FineTuneConfig(loop="trainer", compile=True), "cuda")
     with pytest.raises(ParameterError, match="learned_mixin"):
         resolve_loop(FineTuneConfig(compile=True, loss="learned_mixin"), "cuda")

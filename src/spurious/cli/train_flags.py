@@ -39,6 +39,7 @@ FLAGS = {
     "dynamics_per_epoch": "--dynamics-per-epoch",
     "train_dynamics": "--train-dynamics",
     "device": "--device",
+    "loop": "--loop",
 }
 _NAMES = "|".join(FLAGS)
 
@@ -56,6 +57,12 @@ _RULES: tuple[tuple[re.Pattern[str], Any], ...] = (
     # "pass overwrite=True (--force)" / "resume=True"
     (re.compile(r"\b(overwrite|resume)=True(?: \(--[\w-]+\))?"), _flag),
     (re.compile(r", or load it with FineTuneResult\.load"), ", or choose another --out"),
+    # The training loop's errors: "FineTuneConfig(compile=True) needs ... loop='lean'"
+    (re.compile(r"FineTuneConfig\(compile=True\)"), "--compile"),
+    (re.compile(r"FineTuneConfig\(loop='(\w+)'\)"), r"--loop \1"),
+    (re.compile(r"loop='(\w+)' or '(\w+)'"), r"--loop \1 or \2"),
+    (re.compile(r"loop='(\w+)'"), r"--loop \1"),
+    (re.compile(r"with compile=False"), "without --compile"),
 )
 
 
@@ -70,6 +77,9 @@ def flag_message(message: str) -> str:
     >>> flag_message("The 'learning_rate' parameter of FineTuneConfig must be a float in the "
     ...              "range (0.0, inf). Got -1.0 instead.")
     '--lr must be a float in the range (0.0, inf). Got -1.0 instead.'
+    >>> flag_message("FineTuneConfig(compile=True) compiles the lean loop only; it cannot "
+    ...              "be combined with loop='trainer'.")
+    '--compile compiles the lean loop only; it cannot be combined with --loop trainer.'
     >>> flag_message("The 'model' parameter of Cartography must be 'mlp'.")
     "The 'model' parameter of Cartography must be 'mlp'."
     """

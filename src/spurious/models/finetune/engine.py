@@ -273,13 +273,13 @@ def resolve_loop(cfg: FineTuneConfig, device: str, callbacks: Sequence[Any] = ()
     world = int(os.environ.get("WORLD_SIZE", "1") or 1)
     if cfg.compile and cfg.loop == "trainer":
         raise ParameterError(
-            "FineTuneConfig(compile=True) needs the lean loop (loop='lean' or 'auto' on a "
-            "GPU); the Trainer loop does not compile."
+            "FineTuneConfig(compile=True) compiles the lean loop only; it cannot be "
+            "combined with loop='trainer'."
         )
     if cfg.compile and cfg.loss in ("learned_mixin", "learned_mixin_h"):
         raise ParameterError(
             f"FineTuneConfig(compile=True) does not support loss={cfg.loss!r} (its gate "
-            "reads the head's input through a hook); use compile=False."
+            "reads the head's input through a hook); fine-tune with compile=False."
         )
     if cfg.loop == "trainer":
         return "trainer"
