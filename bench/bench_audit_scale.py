@@ -168,7 +168,7 @@ def main() -> int:
     parser.add_argument(
         "--data",
         type=Path,
-        help="audit this file instead (issue 24 goal 2: SNLI dev); with --cold, then warm",
+        help="audit this file instead (issue 24 goal 2: SNLI dev): cold cache, then warm",
     )
     parser.add_argument("--profile", choices=("quick", "full"), default="quick")
     parser.add_argument(
