@@ -46,6 +46,7 @@ from spurious.models.finetune.debias import (
     check_side_inputs,
     detach_loss,
 )
+from spurious.models.finetune.job import TrainingJob
 from spurious.models.finetune.lean import run_lean
 from spurious.models.finetune.outputs import (
     CHECKPOINT_DIR,
@@ -186,42 +187,27 @@ def fine_tune(
             setattr(model, LOSS_ATTR, loss_module)
         train_enc = encode(train, view, tokenizer, cfg.max_length)
         eval_enc = None if eval is None else encode(eval, view, tokenizer, cfg.max_length)
+        job = TrainingJob(
+            cfg=cfg,
+            model=model,
+            tokenizer=tokenizer,
+            train_enc=train_enc,
+            eval_enc=eval_enc,
+            side=side,
+            loss_module=loss_module,
+            device=device,
+            precision=precision,
+            ckpt_dir=ckpt_dir,
+            run_info=run_info,
+            resume_from=last,
+            progress=show,
+            t_start=t_start,
+        )
         if loop == "lean":
-            dynamics, history, metrics = run_lean(
-                cfg,
-                model,
-                train_enc,
-                eval_enc,
-                side=side,
-                loss_module=loss_module,
-                device=device,
-                precision=precision,
-                ckpt_dir=ckpt_dir,
-                run_info=run_info,
-                resume_from=last,
-                progress=show,
-                t_start=t_start,
-            )
+            dynamics, history, metrics = run_lean(job)
             trained = model
         else:
-            dynamics, history, metrics, trained, is_main = run_trainer(
-                transformers,
-                cfg,
-                model,
-                tokenizer,
-                train_enc,
-                eval_enc,
-                side=side,
-                loss_module=loss_module,
-                device=device,
-                precision=precision,
-                ckpt_dir=ckpt_dir,
-                callbacks=callbacks,
-                run_info=run_info,
-                resume_from=last,
-                progress=show,
-                t_start=t_start,
-            )
+            dynamics, history, metrics, trained, is_main = run_trainer(transformers, job, callbacks)
             if not is_main:
                 return FineTuneResult(out, out / MODEL_DIR, dynamics, [], {}, cfg)
 

@@ -31,12 +31,12 @@ import logging
 import math
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from spurious.models.finetune.config import FineTuneConfig
 from spurious.models.finetune.data import EncodedSplit, PadCollator
-from spurious.models.finetune.debias import HeadInput, SideInputs
+from spurious.models.finetune.debias import HeadInput
+from spurious.models.finetune.job import TrainingJob
 from spurious.models.finetune.lean_state import (
     LeanState,
     Optimisation,
@@ -58,7 +58,6 @@ class LeanOutcome:
 
     state: LeanState
     keep_best: bool
-    num_epochs: int
 
     @property
     def train_loss(self) -> float:
@@ -66,21 +65,14 @@ class LeanOutcome:
 
 
 def decay_parameter_names(model: Any) -> set[str]:
-    """Names of the parameters that get weight decay: the Trainer's rule (not biases, not
-    LayerNorm weights)."""
+    """Names of the parameters that get weight decay: the Trainer's own rule
+    (``Trainer.get_decay_parameter_names``: not inside a LayerNorm, not a bias or a
+    norm's weight), through the same ``transformers`` helper."""
     import torch
+    from transformers.trainer_pt_utils import get_parameter_names
 
-    out: set[str] = set()
-    for mod_name, module in model.named_modules():
-        if isinstance(module, torch.nn.LayerNorm):
-            continue
-        for p_name, _ in module.named_parameters(recurse=False):
-            full = f"{mod_name}.{p_name}" if mod_name else p_name
-            low = full.lower()
-            if "bias" in low or "layernorm" in low or "layer_norm" in low or "rmsnorm" in low:
-                continue
-            out.add(full)
-    return out
+    patterns = [r"bias", r"layernorm", r"rmsnorm", r"(?:^|\.)norm(?:$|\.)", r"_norm(?:$|\.)"]
+    return set(get_parameter_names(model, [torch.nn.LayerNorm], patterns))
 
 
 def steps_per_epoch(n_train: int, cfg: FineTuneConfig) -> int:
@@ -89,54 +81,26 @@ def steps_per_epoch(n_train: int, cfg: FineTuneConfig) -> int:
     return max(1, batches // cfg.gradient_accumulation_steps)
 
 
-def run_lean(
-    cfg: FineTuneConfig,
-    model: Any,
-    train_enc: EncodedSplit,
-    eval_enc: EncodedSplit | None,
-    *,
-    side: SideInputs,
-    loss_module: Any,
-    device: str,
-    precision: str,
-    ckpt_dir: Path,
-    run_info: dict[str, Any],
-    resume_from: Path | None,
-    progress: bool,
-    t_start: float,
-) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
+def run_lean(job: TrainingJob) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
     """:func:`train_lean` with its recorder, run file and summary: ``(dynamics frame,
     history per epoch, final metrics)``, in the shapes the Trainer loop gives."""
+    cfg = job.cfg
     recorder = DynamicsRecorder(
-        train_enc,
-        eval_enc,
-        device=device,
-        precision=precision,
+        job.train_enc,
+        job.eval_enc,
+        device=job.device,
+        precision=job.precision,
         batch_size=cfg.inference_batch_size,
         record=cfg.record_dynamics,
-        progress=progress,
+        progress=job.progress,
     )
     epoch_times: dict[int, dict[str, float]] = {}
-    ckpt_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(ckpt_dir / RUN_FILE, run_info)
-    if resume_from is not None:
-        logger.info("resuming from %s", resume_from)
-    outcome = train_lean(
-        cfg,
-        model,
-        train_enc,
-        eval_enc,
-        side=side,
-        loss_module=loss_module,
-        device=device,
-        precision=precision,
-        ckpt_dir=ckpt_dir,
-        recorder=recorder,
-        epoch_times=epoch_times,
-        progress=progress,
-        resume_from=resume_from,
-    )
-    wall = time.perf_counter() - t_start
+    job.ckpt_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(job.ckpt_dir / RUN_FILE, job.run_info)
+    if job.resume_from is not None:
+        logger.info("resuming from %s", job.resume_from)
+    outcome = train_lean(job, recorder, epoch_times)
+    wall = time.perf_counter() - job.t_start
     dynamics = recorder.frame()
     history = epoch_history(outcome.state.log_history, dynamics, epoch_times)
     metrics = summary_metrics(
@@ -147,30 +111,19 @@ def run_lean(
         keep_best=outcome.keep_best,
         history=history,
         epoch_times=epoch_times,
-        n_train=len(train_enc),
-        eval_enc=eval_enc,
+        n_train=len(job.train_enc),
+        eval_enc=job.eval_enc,
         wall=wall,
     )
     return dynamics, history, metrics
 
 
 def train_lean(
-    cfg: FineTuneConfig,
-    model: Any,
-    train_enc: EncodedSplit,
-    eval_enc: EncodedSplit | None,
-    *,
-    side: SideInputs,
-    loss_module: Any,
-    device: str,
-    precision: str,
-    ckpt_dir: Path,
+    job: TrainingJob,
     recorder: DynamicsRecorder,
     epoch_times: dict[int, dict[str, float]],
-    progress: bool,
-    resume_from: Path | None = None,
 ) -> LeanOutcome:
-    """Train ``model`` in place on ``train_enc`` (see the module docstring).
+    """Train ``job.model`` in place on ``job.train_enc`` (see the module docstring).
 
     ``epoch_times`` receives ``{epoch: {"train_seconds", "dynamics_seconds"}}``; the
     ``recorder`` the dynamics. On return the model holds the kept weights (the best
@@ -178,20 +131,20 @@ def train_lean(
     """
     import torch
 
-    torch_device = torch.device(device)
-    model.to(torch_device)
+    cfg, model, eval_enc, ckpt_dir = job.cfg, job.model, job.eval_enc, job.ckpt_dir
+    model.to(torch.device(job.device))
     model.train()
-    spe = steps_per_epoch(len(train_enc), cfg)
-    opt = _make_optimisation(cfg, model, spe * cfg.epochs, precision)
+    spe = steps_per_epoch(len(job.train_enc), cfg)
+    opt = _make_optimisation(cfg, model, spe * cfg.epochs, job.precision)
     state = LeanState()
     keep_best = eval_enc is not None and cfg.early_stopping_patience is not None
     best_weights: dict[str, Any] | None = None
-    if resume_from is not None:
-        best_weights = load_checkpoint(resume_from, model, opt, recorder, epoch_times)
-        state = LeanState(**read_json(resume_from / LEAN_STATE))
-    run = _Run.build(cfg, model, train_enc, side, loss_module, device, precision)
+    if job.resume_from is not None:
+        best_weights = load_checkpoint(job.resume_from, model, opt, recorder, epoch_times)
+        state = LeanState(**read_json(job.resume_from / LEAN_STATE))
+    run = _Run.build(job)
     train_pass = cfg.record_dynamics and cfg.train_dynamics == "pass"
-    bar = _bar(progress, len(train_enc), cfg.epochs, state.epochs_done)
+    bar = _bar(job.progress, len(job.train_enc), cfg.epochs, state.epochs_done)
     try:
         while state.epochs_done < cfg.epochs and not state.stopped_early:
             t0, p0 = time.perf_counter(), recorder.pass_seconds
@@ -232,7 +185,7 @@ def train_lean(
             run.head_input.remove()
     if keep_best and best_weights is not None:
         model.load_state_dict(best_weights)
-    return LeanOutcome(state, keep_best, cfg.epochs)
+    return LeanOutcome(state, keep_best)
 
 
 def _make_optimisation(
@@ -279,19 +232,11 @@ class _Run:
     capture: bool
 
     @classmethod
-    def build(
-        cls,
-        cfg: FineTuneConfig,
-        model: Any,
-        split: EncodedSplit,
-        side: SideInputs,
-        loss_module: Any,
-        device: str,
-        precision: str,
-    ) -> _Run:
+    def build(cls, job: TrainingJob) -> _Run:
         import torch
 
-        on_cuda = torch.device(device).type == "cuda"
+        cfg, model, split, loss_module = job.cfg, job.model, job.train_enc, job.loss_module
+        on_cuda = torch.device(job.device).type == "cuda"
         needs_hidden = loss_module is not None and loss_module.needs_hidden
         # compile=True: CUDA graphs (torch.compile mode "reduce-overhead") on a GPU,
         # where a step of a small model is bound by the host launching ~600 kernels, not
@@ -313,9 +258,9 @@ class _Run:
             collate=PadCollator(split.pad_id, 8 if on_cuda else None),
             loss_module=loss_module,
             head_input=HeadInput(model) if needs_hidden else None,
-            side={k: torch.as_tensor(v, device=device) for k, v in side.items().items()},
-            device=device,
-            precision=precision,
+            side={k: torch.as_tensor(v, device=job.device) for k, v in job.side.items().items()},
+            device=job.device,
+            precision=job.precision,
             batch_size=cfg.batch_size,
             gas=cfg.gradient_accumulation_steps,
             capture=cfg.record_dynamics and cfg.train_dynamics == "forward",

@@ -24,6 +24,7 @@ import pandas as pd
 from spurious.models.finetune.config import FineTuneConfig
 from spurious.models.finetune.data import EncodedSplit, PadCollator
 from spurious.models.finetune.debias import SIDE_KEYS, HeadInput, SideInputs, SideInputSplit
+from spurious.models.finetune.job import TrainingJob
 from spurious.models.finetune.outputs import RUN_FILE
 from spurious.models.finetune.recording import DynamicsRecorder, make_callback
 from spurious.models.runtime import quiet_transformers
@@ -33,61 +34,47 @@ logger = logging.getLogger(__name__)
 
 
 def run_trainer(
-    transformers: Any,
-    cfg: FineTuneConfig,
-    model: Any,
-    tokenizer: Any,
-    train_enc: EncodedSplit,
-    eval_enc: EncodedSplit | None,
-    *,
-    side: SideInputs,
-    loss_module: Any,
-    device: str,
-    precision: str,
-    ckpt_dir: Path,
-    callbacks: Sequence[Any],
-    run_info: dict[str, Any],
-    resume_from: Path | None,
-    progress: bool,
-    t_start: float,
+    transformers: Any, job: TrainingJob, callbacks: Sequence[Any]
 ) -> tuple[pd.DataFrame, list[dict[str, Any]], dict[str, Any], Any, bool]:
     """Train on the Trainer loop: ``(dynamics, history, metrics, trained model,
     is_main)``; in the processes other than the first of a data-parallel run the
     history and metrics are empty (only the first one writes)."""
     trainer, recorder, timer = build_trainer(
         transformers,
-        cfg,
-        model,
-        tokenizer,
-        train_enc,
-        eval_enc,
-        side=side,
-        loss_module=loss_module,
-        device=device,
-        precision=precision,
-        ckpt_dir=ckpt_dir,
+        job.cfg,
+        job.model,
+        job.tokenizer,
+        job.train_enc,
+        job.eval_enc,
+        side=job.side,
+        loss_module=job.loss_module,
+        device=job.device,
+        precision=job.precision,
+        ckpt_dir=job.ckpt_dir,
         callbacks=callbacks,
-        progress=progress,
+        progress=job.progress,
     )
     if trainer.is_world_process_zero():
-        ckpt_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(ckpt_dir / RUN_FILE, run_info)
-    if resume_from is not None:
-        recorder.load(resume_from)
-        timer.load(resume_from)
-        logger.info("resuming from %s", resume_from)
+        job.ckpt_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(job.ckpt_dir / RUN_FILE, job.run_info)
+    last = job.resume_from
+    if last is not None:
+        recorder.load(last)
+        timer.load(last)
+        logger.info("resuming from %s", last)
     # The Trainer's own notes (checkpoint file-system hints, shard-writing bars) are noise
     # around our progress bar; errors still raise.
     with quiet_transformers():
-        train_out = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
-    wall = time.perf_counter() - t_start
+        train_out = trainer.train(resume_from_checkpoint=str(last) if last else None)
+    wall = time.perf_counter() - job.t_start
     if trainer.head_input is not None:
         trainer.head_input.remove()
     if not trainer.is_world_process_zero():
         return recorder.frame(), [], {}, trainer.model, False
     dynamics = recorder.frame()
     history = epoch_history(trainer.state.log_history, dynamics, timer.epochs)
-    metrics = final_metrics(trainer, train_out, history, timer, len(train_enc), eval_enc, wall)
+    n_train = len(job.train_enc)
+    metrics = final_metrics(trainer, train_out, history, timer, n_train, job.eval_enc, wall)
     return dynamics, history, metrics, trainer.model, True
 
 
