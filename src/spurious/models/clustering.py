@@ -22,8 +22,8 @@ Everything here is a thin layer over scikit-learn and SciPy:
 - :func:`kmeans_clustering`: k-means (Lloyd, :class:`~sklearn.cluster.KMeans`) below the
   same threshold, :class:`~sklearn.cluster.MiniBatchKMeans` above.
 - :class:`MLPEmbedding`: one DeepCluster iteration (Caron et al. 2018; paper 002
-  App. C.1) on frozen features: a fresh one-hidden-layer MLP
-  (:class:`~sklearn.neural_network.MLPClassifier`) is trained for one epoch to predict
+  App. C.1) on frozen features: a fresh one-hidden-layer MLP (the fast paths' torch
+  MLP and loop, :mod:`spurious.models.torch_loop`) is trained for one epoch to predict
   the pseudo-labels; its hidden layer (the layer before the output, as paper 002 takes
   the layer before last) is the new representation.
 - :func:`nearest_neighbor_assign`: each query point takes the cluster of its nearest
@@ -46,6 +46,8 @@ import numpy as np
 from scipy import sparse
 
 from spurious.exceptions import ParameterError
+from spurious.models.runtime.threads import import_torch
+from spurious.models.torch_loop import rows_tensor, seeded_mlp, train_loop, zscore
 
 logger = logging.getLogger(__name__)
 
@@ -391,9 +393,12 @@ class MLPEmbedding:
     small head): trained on the *task labels* for a few epochs it stands in for "a model
     fine-tuned on the dataset" whose [CLS] vectors are clustered; trained on the
     *pseudo-labels* for one epoch it is the fresh model of the DeepCluster iteration.
-    The MLP is :class:`sklearn.neural_network.MLPClassifier` (Adam, ReLU) on the
-    features (z-scored when dense); the representation is its hidden layer, the layer
-    before the output (paper 002 clusters the layer before last).
+    The MLP (ReLU hidden layer, Adam, cross-entropy) is the one the other fast paths
+    train (:func:`spurious.models.torch_loop.seeded_mlp` and
+    :func:`~spurious.models.torch_loop.train_loop`, one torch thread: the same bits on
+    every machine load), on the features z-scored when dense; the representation is its
+    hidden layer, the layer before the output (paper 002 clusters the layer before
+    last). Needs torch.
 
     Parameters
     ----------
@@ -409,10 +414,15 @@ class MLPEmbedding:
 
     Attributes
     ----------
-    scaler_ : sklearn.preprocessing.StandardScaler
-    mlp_ : sklearn.neural_network.MLPClassifier
+    mean_, scale_ : numpy.ndarray or None
+        The z-scoring of dense features (``None`` for sparse ones).
+    classes_ : numpy.ndarray
+        The distinct labels, in the order of the output layer.
+    weight_, bias_ : numpy.ndarray
+        The hidden layer: ``relu(z(X) @ weight_ + bias_)``, shapes ``(d, hidden_size)``
+        and ``(hidden_size,)``.
     train_accuracy_ : float
-        Pseudo-label accuracy on the training points after training.
+        Label accuracy on the training points after training.
     fit_seconds_ : float
 
     Examples
@@ -444,10 +454,7 @@ class MLPEmbedding:
         """Train the MLP to predict ``pseudo_labels`` from ``X`` for ``epochs`` epochs.
 
         ``progress``, if given, is called with ``(rows trained, epochs * n)`` after each
-        block of rows."""
-        from sklearn.neural_network import MLPClassifier
-        from sklearn.preprocessing import StandardScaler
-
+        optimisation step."""
         for name in ("hidden_size", "epochs", "batch_size"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
@@ -461,53 +468,77 @@ class MLPEmbedding:
                 f"The 'pseudo_labels' argument must hold one label per row ({X.shape[0]}); got "
                 f"shape {y.shape}."
             )
+        torch = import_torch("The minority MLP (MLPEmbedding)")
         start = time.perf_counter()
+        n, d = X.shape
         # Dense features are z-scored (sentence embeddings mix scales); sparse counts are
         # used as they are: dividing by a rare word's tiny std would let rare words
         # dominate the embedding (on planted bag-of-words data the cue's cluster went
-        # from 100% pure to mixed).
-        dense = not sparse.issparse(X)
-        self.scaler_ = StandardScaler(with_mean=dense, with_std=dense).fit(X)
-        Xs = self.scaler_.transform(X)
-        self.mlp_ = MLPClassifier(
-            hidden_layer_sizes=(int(self.hidden_size),),
-            activation="relu",
-            solver="adam",
-            learning_rate_init=float(self.lr),
-            batch_size=int(min(self.batch_size, X.shape[0])),
-            shuffle=True,
-            random_state=random_state_int(self.random_state),
-        )
-        # One epoch = partial_fit over the rows in seeded random order, in blocks:
-        # MLPClassifier.fit one-hot encodes every label at once (400k x 1500 int64 =
-        # 4.8 GB, the peak of the whole pipeline at 400k); a block holds 16k x m.
-        classes = np.unique(y)
+        # from 100% pure to mixed). Batches are scaled as they are drawn: no scaled copy
+        # of X (3.4 GB at 550k x 1536).
+        self.mean_, self.scale_ = None, None
+        if not sparse.issparse(X):
+            mean, std = zscore(X)
+            self.mean_, self.scale_ = mean.astype(np.float32), std.astype(np.float32)
+        self.classes_, codes = np.unique(y, return_inverse=True)
+        y_t = torch.from_numpy(codes.astype(np.int64))
         rng = np.random.default_rng(self.random_state)
-        total, done = int(self.epochs) * Xs.shape[0], 0
-        for _ in range(int(self.epochs)):
-            order = rng.permutation(Xs.shape[0])
-            for start_row in range(0, len(order), _BLOCK):
-                rows = np.sort(order[start_row : start_row + _BLOCK])
-                self.mlp_.partial_fit(Xs[rows], y[rows], classes=classes)
-                done += len(rows)
-                if progress is not None:
-                    progress(done, total)
+        encoder, head = seeded_mlp(rng, d, len(self.classes_), int(self.hidden_size))
+        loss_fn = torch.nn.CrossEntropyLoss()
+        total = int(self.epochs) * n
+        done = [0]
+
+        def after_step(epoch: int, step: int, idx: np.ndarray, loss: Any) -> None:
+            done[0] += len(idx)
+            if progress is not None:
+                progress(done[0], total)
+
+        train_loop(
+            [*encoder.parameters(), *head.parameters()],
+            lambda idx: loss_fn(head(encoder(self._rows(X, idx))), y_t[idx]),
+            rows=np.arange(n),
+            epochs=int(self.epochs),
+            batch_size=int(min(self.batch_size, n)),
+            rng=rng,
+            lr=float(self.lr),
+            n_threads=1,
+            after_step=after_step,
+        )
+        linear = encoder[0]
+        self.weight_ = linear.weight.detach().numpy().T.copy()
+        self.bias_ = linear.bias.detach().numpy().copy()
         correct = 0
-        for start_row in range(0, Xs.shape[0], _BLOCK):
-            block = slice(start_row, start_row + _BLOCK)
-            correct += int((self.mlp_.predict(Xs[block]) == y[block]).sum())
-        self.train_accuracy_ = correct / Xs.shape[0]
+        with torch.no_grad():
+            for block in range(0, n, _BLOCK):
+                rows = np.arange(block, min(n, block + _BLOCK))
+                pred = head(encoder(self._rows(X, rows))).argmax(1).numpy()
+                correct += int((pred == codes[rows]).sum())
+        self.train_accuracy_ = correct / n
         self.fit_seconds_ = time.perf_counter() - start
         return self
 
+    def _rows(self, X: Any, idx: np.ndarray) -> Any:
+        """Rows ``idx`` of ``X``, z-scored when dense, as a float32 tensor."""
+        rows = rows_tensor(X, idx)
+        if self.mean_ is None or self.scale_ is None:
+            return rows
+        torch = import_torch("The minority MLP (MLPEmbedding)")
+        return (rows - torch.from_numpy(self.mean_)) / torch.from_numpy(self.scale_)
+
     def transform(self, X: Any) -> np.ndarray:
         """The hidden layer of the trained MLP: ``relu(z(X) W1 + b1)`` (float32)."""
-        if not hasattr(self, "mlp_"):
+        if not hasattr(self, "weight_"):
             raise ParameterError("MLPEmbedding.transform needs fit() first.")
-        Xs = self.scaler_.transform(_check_matrix(X, "X"))
-        W, b = self.mlp_.coefs_[0], self.mlp_.intercepts_[0]
-        out = np.asarray(Xs @ W) + b
-        return np.maximum(out, 0.0).astype(np.float32)
+        X = _check_matrix(X, "X")
+        out = np.empty((X.shape[0], self.weight_.shape[1]), dtype=np.float32)
+        for block in range(0, X.shape[0], _BLOCK):
+            part = X[block : block + _BLOCK]
+            if self.mean_ is not None and self.scale_ is not None:
+                part = (np.asarray(part, dtype=np.float32) - self.mean_) / self.scale_
+            out[block : block + _BLOCK] = np.maximum(
+                np.asarray(part @ self.weight_) + self.bias_, 0
+            )
+        return out
 
 
 def random_state_int(random_state: int | None) -> int | None:

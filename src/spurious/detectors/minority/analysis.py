@@ -9,6 +9,7 @@ anti-biased marks (:mod:`~spurious.detectors.minority.details`).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
@@ -295,6 +296,14 @@ class MinorityExamples(Detector):
         if self.task_epochs is not None:
             return int(self.task_epochs)
         return 0 if self.features.startswith("finetuned:") else 10
+
+    def requirements(self) -> Requirements:
+        """Training an MLP (DeepCluster, or the task model on frozen features) needs torch;
+        plain Ward or k-means on the features as they are does not."""
+        deepcluster = self.clustering == "deepcluster" or self.compare_methods
+        if not deepcluster and self._task_epochs() == 0:
+            return type(self).requires
+        return replace(type(self).requires, extras=(("torch", "torch"),))
 
     def unmet(self, context: RunContext) -> list[str]:
         """Why the analysis cannot run here; multiple choice gets its own reason."""
