@@ -639,9 +639,9 @@ def test_batched_model_builds_its_start_once_per_run_on_the_training_rows():
     given: list[bool] = []
 
     class Counting(BatchedLogisticRegression):
-        def shared_start(self, X, y, t, n_classes):
+        def shared_start(self, X, y, t, n_classes, n_fits=None):
             built.append(X.shape[0])
-            return super().shared_start(X, y, t, n_classes)
+            return super().shared_start(X, y, t, n_classes, n_fits=n_fits)
 
         def fit_predict(self, *args, start=None, **kwargs):
             given.append(start is not None)

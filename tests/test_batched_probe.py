@@ -257,7 +257,8 @@ def test_shared_start_is_what_a_call_builds_and_is_reusable():
     X, y, _ = aflite_like(n=2000, d=48)
     idx = partitions(2000, 16, 500)
     model = BatchedLogisticRegression(device="cpu", chunk_size=4)
-    start = model.shared_start(X, y, 500, 3)
+    # A call builds its own start for its own m classifiers (n_fits=m).
+    start = model.shared_start(X, y, 500, 3, n_fits=len(idx))
     assert isinstance(start, SharedStart) and start.theta.shape == (49, 2)
     # The same start a call builds for itself: bitwise the same predictions and weights.
     own = model.fit_predict(X, y, idx, 3)
@@ -311,3 +312,31 @@ def test_small_groups_give_the_same_bits_on_any_thread_count():
     np.testing.assert_array_equal(four.coef_, one.coef_)
     assert four.stats_["timings_s"]["group_workers"] == 3
     assert torch.get_num_threads() == before
+
+
+def test_auto_precondition_takes_the_cheap_start_for_few_fits_on_small_data():
+    """``precondition="auto"``: the covariance start (one Hessian at zero) when few
+    classifiers use it on small X, the pooled start for many fits, an unknown number or
+    large X; the minimisers agree to the tolerance either way."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 29)).astype(np.float32)
+    y = np.argmax(X[:, :3] + rng.normal(scale=0.5, size=(600, 3)), axis=1)
+    idx = np.stack([rng.choice(600, 200, replace=False) for _ in range(4)])
+    model = BatchedLogisticRegression(device="cpu", tol=1e-6)
+    few = model.shared_start(X, y, 200, 3, n_fits=4)  # 3 * 4 < d + 1 = 30
+    many = model.shared_start(X, y, 200, 3, n_fits=10)
+    unknown = model.shared_start(X, y, 200, 3)
+    assert few.stats["precondition"] == "covariance" and not few.theta.any()
+    assert many.stats["precondition"] == "pooled" and many.theta.any()
+    assert unknown.stats["precondition"] == "pooled"
+
+    class LowThreshold(BatchedLogisticRegression):
+        covariance_max_rows = 500  # X's 600 rows count as large
+
+    big = LowThreshold(device="cpu")
+    assert big.shared_start(X, y, 200, 3, n_fits=4).stats["precondition"] == "pooled"
+    a = model.fit_predict(X, y, idx, 3, start=few)
+    b = model.fit_predict(X, y, idx, 3, start=many)
+    assert (a == b).mean() > 0.99
+    fixed = BatchedLogisticRegression(device="cpu", precondition="pooled")
+    assert fixed.shared_start(X, y, 200, 3, n_fits=1).stats["precondition"] == "pooled"

@@ -465,7 +465,15 @@ def make_partition_model(
     return SklearnPartitionModel(spec, random_state=random_state)
 
 
-def prepare_start(model: Any, X: Any, y: np.ndarray, n_train: int, t: int, n_classes: int) -> Any:
+def prepare_start(
+    model: Any,
+    X: Any,
+    y: np.ndarray,
+    n_train: int,
+    t: int,
+    n_classes: int,
+    n_fits: int | None = None,
+) -> Any:
     """The model's state shared by every round of a run, or ``None`` if it has none.
 
     A model family with a ``shared_start(X, y, t, n_classes)`` method (the batched
@@ -474,6 +482,8 @@ def prepare_start(model: Any, X: Any, y: np.ndarray, n_train: int, t: int, n_cla
     instead of once per round. It depends on
     D, t and the model only, so every round, every executor chunk and a run resumed from
     a checkpoint get the same one, and results stay exact under chunking and resume.
+    ``n_fits``, the classifiers it will serve (a planned count, never one that depends on
+    how far a run got), lets the batched model choose its kind of start.
 
     Examples
     --------
@@ -483,7 +493,7 @@ def prepare_start(model: Any, X: Any, y: np.ndarray, n_train: int, t: int, n_cla
     build = getattr(model, "shared_start", None)
     if build is None or sp.issparse(X):
         return None
-    return build(X[:n_train], y[:n_train], t, n_classes)
+    return build(X[:n_train], y[:n_train], t, n_classes, n_fits=n_fits)
 
 
 def p_histogram(p: np.ndarray) -> list[int]:

@@ -251,7 +251,7 @@ def predictability_beyond_null(
             "y": labels,
             "model": part_model,
             "n_classes": n_classes,
-            "start": prepare_start(part_model, X, labels, n, t, n_classes),
+            "start": prepare_start(part_model, X, labels, n, t, n_classes, len(train_idx)),
         }
         correct, held = score_partitions(executor, shared, None, train_idx, excluded, chunk)
         return predictability(correct, held)

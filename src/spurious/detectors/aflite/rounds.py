@@ -168,7 +168,12 @@ def filter_rounds(
                 bar.set_postfix_str("preparing the partition models' shared start")
                 # The model's shared start (pooled fit + preconditioner of the
                 # batched model) is built once per run on D, not once per round.
-                start = prepare_start(model, X, y, n_train, t, n_classes)
+                # Planned from D alone (not from the rounds done): a resumed run
+                # builds the same start.
+                planned = max(0, n_train - n_target) // max(k, 1) + 1
+                if af.max_rounds:
+                    planned = min(planned, af.max_rounds)
+                start = prepare_start(model, X, y, n_train, t, n_classes, n_fits=m * planned)
                 shared = executor.put(
                     {"X": X, "y": y, "model": model, "n_classes": n_classes,
                      "start": start}

@@ -63,11 +63,19 @@ class BatchedLogisticRegression(_SharedStartMixin):
         bitwise identical when a caller splits ``train_idx`` at multiples of it.
     history_size : int, default=10
         L-BFGS memory.
-    precondition : {"pooled", "covariance", "none"}, default="pooled"
+    precondition : {"auto", "pooled", "covariance", "none"}, default="auto"
         ``"pooled"``: start every classifier from a pooled model fitted on a subsample of
         ``X`` and precondition with the Hessian there. ``"covariance"``: start from zero,
         precondition with the Hessian at zero (a covariance whitening). ``"none"``: plain
-        L-BFGS from zero (for comparison).
+        L-BFGS from zero (for comparison). ``"auto"``: ``"pooled"`` above
+        :attr:`covariance_max_rows` rows of ``X`` or when the start serves at least
+        ``(d + 1) / 3`` classifiers (or an unknown number: ``shared_start`` without
+        ``n_fits``), else ``"covariance"``. The pooled start costs a second Hessian and
+        inverse, bounded whatever ``N``; it pays back through fewer iterations, each a
+        GEMM over all ``N`` rows, so on large ``X`` or over many fits (measured on SNLI
+        dev, 9,842 x 1,536, m = 16, one call: start + fits 4.7 vs 2.4 s at t = 984, 10.4
+        vs 2.9 s at t = 4,096; at m = 64 the pooled start's 3.1 s more came back after
+        about 10 rounds; ``bench/results/aflite_round.json`` for the 150k proxy).
     pooled_rows : int, optional
         Rows (a fixed stride through ``X``) for the pooled model; default
         ``min(N, max(32768, 3 t))``. More rows put the start closer to every classifier's
@@ -124,7 +132,7 @@ class BatchedLogisticRegression(_SharedStartMixin):
         "dtype": [StrOptions({"float32", "bfloat16"})],
         "chunk_size": [Interval(Integral, 1, None, closed="left"), None],
         "history_size": [Interval(Integral, 1, None, closed="left")],
-        "precondition": [StrOptions({"pooled", "covariance", "none"})],
+        "precondition": [StrOptions({"auto", "pooled", "covariance", "none"})],
         "pooled_rows": [Interval(Integral, 1, None, closed="left"), None],
         "hessian_rows": [Interval(Integral, 1, None, closed="left"), None],
         "predict_block": [Interval(Integral, 1, None, closed="left")],
@@ -139,6 +147,9 @@ class BatchedLogisticRegression(_SharedStartMixin):
     #: coupling between logits (block-diagonal), bounding its memory and Cholesky cost.
     max_dense_hessian: ClassVar[int] = 6144
 
+    #: ``precondition="auto"`` takes the covariance start up to this many rows of ``X``.
+    covariance_max_rows: ClassVar[int] = 20_000
+
     def __init__(
         self,
         C: float = 1.0,
@@ -148,7 +159,7 @@ class BatchedLogisticRegression(_SharedStartMixin):
         dtype: str = "float32",
         chunk_size: int | None = None,
         history_size: int = 10,
-        precondition: str = "pooled",
+        precondition: str = "auto",
         pooled_rows: int | None = None,
         hessian_rows: int | None = None,
         predict_block: int = 65536,
@@ -189,10 +200,13 @@ class BatchedLogisticRegression(_SharedStartMixin):
             "pooled_rows": self.pooled_rows,
             "hessian_rows": self.hessian_rows,
             # 2: one start per run (shared_start), H0 = H^-1 in float32, group threads.
-            "version": 2,
+            # 3: precondition="auto" (the covariance start for few fits on small X).
+            "version": 3,
         }
 
-    def shared_start(self, X: np.ndarray, y: np.ndarray, t: int, n_classes: int) -> SharedStart:
+    def shared_start(
+        self, X: np.ndarray, y: np.ndarray, t: int, n_classes: int, n_fits: int | None = None
+    ) -> SharedStart:
         """The starting point and preconditioner for classifiers of ``t`` rows of ``X``.
 
         ``fit_predict`` builds one per call unless given one (``start=``); build it once
@@ -210,6 +224,9 @@ class BatchedLogisticRegression(_SharedStartMixin):
             Training rows per classifier (sets the penalty ``1 / (C t)``).
         n_classes : int
             Number of classes (>= 2).
+        n_fits : int, optional
+            Classifiers that will be fitted from this start (over all calls), for
+            ``precondition="auto"``; ``None``: many (the pooled start).
 
         Returns
         -------
@@ -234,7 +251,7 @@ class BatchedLogisticRegression(_SharedStartMixin):
         intra_op, _ = self._threading(X.shape[0], X.shape[1], n_classes, _nnz(X))
         with limit_threads(intra_op):
             data = self._make_data(X, y, n_classes, int(t))
-            return self._shared_start(data, int(t))
+            return self._shared_start(data, int(t), n_fits)
 
     def fit_predict(
         self,
@@ -290,7 +307,7 @@ class BatchedLogisticRegression(_SharedStartMixin):
         labels = y[train_idx]
         for c in range(k):
             present[:, c] = (labels == c).any(axis=1)
-        start, start_stats, precond, w_ref, z_ref = self._reference(data, t, start)
+        start, start_stats, precond, w_ref, z_ref = self._reference(data, t, start, m)
         timings["shared_start"] = time.perf_counter() - t0
 
         g = self.group_size
@@ -388,14 +405,14 @@ class BatchedLogisticRegression(_SharedStartMixin):
     # -- internals -------------------------------------------------------------------
 
     def _reference(
-        self, data: _Data, t: int, start: SharedStart | None
+        self, data: _Data, t: int, start: SharedStart | None, n_fits: int | None = None
     ) -> tuple[SharedStart, dict[str, Any], _Preconditioner, Any, Any]:
         """``(start, its stats, preconditioner, w_ref, z_ref)`` of a call: the shared start
         (built here unless given), and the reference weights with their logits on every
         row (``None`` when the start is zero)."""
         torch = _torch()
         if start is None:
-            start = self._shared_start(data, t)
+            start = self._shared_start(data, t, n_fits=n_fits)
             start_stats = dict(start.stats, reused=False)
         else:
             self._check_start(start, data, t)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -68,6 +68,18 @@ class _SharedStartMixin:
     checks its :class:`SharedStart` (uses the model's hyperparameters and
     ``max_dense_hessian``)."""
 
+    # The model's hyperparameters this mixin reads (set by BatchedLogisticRegression).
+    C: float
+    dtype: str
+    precondition: str
+    pooled_rows: int | None
+    hessian_rows: int | None
+    max_iter: int
+    tol: float
+    history_size: int
+    max_dense_hessian: ClassVar[int]
+    covariance_max_rows: ClassVar[int]
+
     def _subsamples(self, n: int, t: int, d: int) -> tuple[np.ndarray, np.ndarray]:
         """Fixed strided row subsets of X for the pooled model and the Hessian estimate.
 
@@ -85,6 +97,17 @@ class _SharedStartMixin:
         n_hess = min(len(pool_rows), n_hess)
         pick = np.unique(np.linspace(0, len(pool_rows) - 1, n_hess).round().astype(np.int64))
         return pool_rows, pool_rows[pick]
+
+    def _precondition(self, n: int, d: int, n_fits: int | None) -> str:
+        """``precondition`` with ``"auto"`` resolved for ``n`` rows of ``X``, ``d``
+        features and ``n_fits`` classifiers fitted from the start (``None``: unknown)."""
+        if self.precondition != "auto":
+            return str(self.precondition)
+        if n > self.covariance_max_rows or n_fits is None:
+            return "pooled"
+        # The pooled start's extra Hessian and inverse grow as d^2-d^3, its saving (a
+        # few iterations per classifier) as d: it pays from about d / 3 fits on.
+        return "pooled" if 3 * n_fits >= d + 1 else "covariance"
 
     def _start_key(self, d: int, k: int, t: int, sparse: bool = False) -> dict[str, Any]:
         """What a :class:`SharedStart` must match to be used by a call."""
@@ -108,14 +131,14 @@ class _SharedStartMixin:
                 + ". Build it with shared_start() on the same features, t and classes."
             )
 
-    def _shared_start(self, data: _Data, t: int) -> SharedStart:
+    def _shared_start(self, data: _Data, t: int, n_fits: int | None = None) -> SharedStart:
         """Starting point and preconditioner shared by all classifiers, and their cost.
 
         Depends on ``X``, ``y``, ``t`` and the hyperparameters only, never on which
         classifiers are fitted (chunk invariance).
         """
         t_start = time.perf_counter()
-        theta, precond, ref_present, stats = self._pooled_start(data, t)
+        theta, precond, ref_present, stats = self._pooled_start(data, t, n_fits)
         stats["seconds"] = time.perf_counter() - t_start
         return SharedStart(
             theta=theta,
@@ -127,7 +150,7 @@ class _SharedStartMixin:
         )
 
     def _pooled_start(
-        self, data: _Data, t: int
+        self, data: _Data, t: int, n_fits: int | None = None
     ) -> tuple[np.ndarray, _Preconditioner, np.ndarray, dict[str, Any]]:
         """Pooled solution, preconditioner, classes present in the pooled rows, cost."""
         pool_rows, hess_rows = self._subsamples(data.n, t, data.d)
@@ -143,19 +166,21 @@ class _SharedStartMixin:
             "hessian_rows": 0,
             "gemm_flops": 0.0,
         }
-        if self.precondition == "none" or is_sparse(data.x32):
+        precondition = self._precondition(data.n, data.d, n_fits)
+        stats["precondition"] = precondition
+        if precondition == "none" or is_sparse(data.x32):
             # Sparse features: plain L-BFGS from zero (see sparse.py for why).
             return theta, _Preconditioner(None, blocked=False), ref_present, stats
         # At zero the Hessian is a covariance (one GEMM); a smaller sample will do for
         # the pooled fit, which is cheap to iterate.
         zero_rows = pool_rows[:: max(1, len(pool_rows) // _ZERO_HESSIAN_ROWS)]
-        if self.precondition == "covariance":
+        if precondition == "covariance":
             zero_rows = hess_rows
         x_0 = data.x32[torch.from_numpy(zero_rows).to(dev)]
         precond = self._hessian_precond(x_0, theta, basis, ref_present, data)
         del x_0
         stats["gemm_flops"] += 2.0 * len(zero_rows) * (d + 1) ** 2
-        if self.precondition == "covariance":
+        if precondition == "covariance":
             stats["hessian_rows"] = len(zero_rows)
             return theta, precond, ref_present, stats
         # The pooled model: the classifiers' objective (same lambda = 1/(C t)) on a fixed
