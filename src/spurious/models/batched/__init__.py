@@ -54,6 +54,16 @@ Design
   computed on D is still close for later rounds (7-8 iterations per classifier in
   round 21 of SNLI dev as in round 1), and being a fixed function of the inputs it keeps
   results chunk-invariant and a resumed run exact.
+* **Which start.** The pooled start costs a second Hessian and ``(D, D)`` inverse,
+  bounded whatever ``N``, and saves a few iterations per classifier, each a GEMM over
+  all ``N`` rows: it pays over many fits or on large ``X``, not for one call of 16
+  classifiers on 10k rows (SNLI dev, 1,536-d, m = 16, t = 984: start + fits 4.7 s
+  pooled, 2.4 s from the covariance start at zero). ``precondition="auto"`` (default)
+  takes the covariance start below ``(d + 1) / 3`` planned fits on at most 20k rows
+  (``shared_start(..., n_fits=)``; a call's own start plans its ``m``), else the pooled
+  one. AFLite plans ``m`` times the rounds D allows (capped by ``max_rounds``): its
+  quick profile (m = 16, 3 rounds) and its shuffled-label checks take the covariance
+  start, its default run (m = 64, until tau) the pooled one.
 * **Threads.** On CPU, groups whose forward + gradient GEMM is small (under
   :attr:`~BatchedLogisticRegression.parallel_groups_below` FLOPs, e.g. 10k x 1,536)
   run in parallel, whole groups on worker threads with one intra-op thread each; larger
