@@ -519,11 +519,9 @@ class MLPEmbedding:
 
     def _rows(self, X: Any, idx: np.ndarray) -> Any:
         """Rows ``idx`` of ``X``, z-scored when dense, as a float32 tensor."""
-        rows = rows_tensor(X, idx)
         if self.mean_ is None or self.scale_ is None:
-            return rows
-        torch = import_torch("The minority MLP (MLPEmbedding)")
-        return (rows - torch.from_numpy(self.mean_)) / torch.from_numpy(self.scale_)
+            return rows_tensor(X, idx)
+        return rows_tensor(X, idx, (self.mean_, self.scale_))
 
     def transform(self, X: Any) -> np.ndarray:
         """The hidden layer of the trained MLP: ``relu(z(X) W1 + b1)`` (float32)."""

@@ -65,11 +65,17 @@ def default_batch_size(n: int) -> int:
     return min(128, max(8, n // 32))
 
 
-def rows_tensor(X: Any, idx: np.ndarray) -> Any:
-    """Rows ``idx`` of a dense or sparse matrix as a float32 torch tensor."""
+def rows_tensor(
+    X: Any, idx: np.ndarray, scaling: tuple[np.ndarray, np.ndarray] | None = None
+) -> Any:
+    """Rows ``idx`` of a dense or sparse matrix as a float32 torch tensor, z-scored as
+    ``(rows - mean) / std`` when ``scaling = (mean, std)`` is given (the same numbers
+    as scaling all of ``X`` first, without its copy)."""
     part = X[idx]
     if sparse.issparse(part):
         part = part.toarray()
+    if scaling is not None:
+        part = (part - scaling[0]) / scaling[1]
     return _torch().from_numpy(np.ascontiguousarray(part, dtype=np.float32))
 
 

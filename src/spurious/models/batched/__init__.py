@@ -57,8 +57,10 @@ Design
 * **Which start.** The pooled start costs a second Hessian and ``(D, D)`` inverse,
   bounded whatever ``N``, and saves a few iterations per classifier, each a GEMM over
   all ``N`` rows: it pays over many fits or on large ``X``, not for one call of 16
-  classifiers on 10k rows (SNLI dev, 1,536-d, m = 16, t = 984: start + fits 4.7 s
-  pooled, 2.4 s from the covariance start at zero). ``precondition="auto"`` (default)
+  classifiers on 10k rows (SNLI dev, 1,536-d, m = 16, one call: start + fits 4.7 s
+  pooled, 2.4 s from the covariance start at zero with t = 984; 10.4 vs 2.9 s with
+  t = 4,096; at m = 64 the pooled start's extra 3.1 s came back after about 10
+  rounds). ``precondition="auto"`` (default)
   takes the covariance start below ``(d + 1) / 3`` planned fits on at most 20k rows
   (``shared_start(..., n_fits=)``; a call's own start plans its ``m``), else the pooled
   one. AFLite plans ``m`` times the rounds D allows (capped by ``max_rounds``): its

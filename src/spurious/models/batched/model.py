@@ -68,14 +68,9 @@ class BatchedLogisticRegression(_SharedStartMixin):
         ``X`` and precondition with the Hessian there. ``"covariance"``: start from zero,
         precondition with the Hessian at zero (a covariance whitening). ``"none"``: plain
         L-BFGS from zero (for comparison). ``"auto"``: ``"pooled"`` above
-        :attr:`covariance_max_rows` rows of ``X`` or when the start serves at least
-        ``(d + 1) / 3`` classifiers (or an unknown number: ``shared_start`` without
-        ``n_fits``), else ``"covariance"``. The pooled start costs a second Hessian and
-        inverse, bounded whatever ``N``; it pays back through fewer iterations, each a
-        GEMM over all ``N`` rows, so on large ``X`` or over many fits (measured on SNLI
-        dev, 9,842 x 1,536, m = 16, one call: start + fits 4.7 vs 2.4 s at t = 984, 10.4
-        vs 2.9 s at t = 4,096; at m = 64 the pooled start's 3.1 s more came back after
-        about 10 rounds; ``bench/results/aflite_round.json`` for the 150k proxy).
+        :attr:`covariance_max_rows` rows of ``X`` or for at least ``(d + 1) / 3``
+        planned fits (or an unknown number), else ``"covariance"`` (the package
+        docstring, "Which start", has the measurements).
     pooled_rows : int, optional
         Rows (a fixed stride through ``X``) for the pooled model; default
         ``min(N, max(32768, 3 t))``. More rows put the start closer to every classifier's
@@ -199,8 +194,7 @@ class BatchedLogisticRegression(_SharedStartMixin):
             "precondition": self.precondition,
             "pooled_rows": self.pooled_rows,
             "hessian_rows": self.hessian_rows,
-            # 2: one start per run (shared_start), H0 = H^-1 in float32, group threads.
-            # 3: precondition="auto" (the covariance start for few fits on small X).
+            # 2: one start per run, H0 = H^-1 in float32, group threads; 3: "auto" start.
             "version": 3,
         }
 

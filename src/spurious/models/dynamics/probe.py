@@ -161,11 +161,9 @@ def probe_dynamics(
     Xtr, ytr, Xev, yev, k = _check_data(X_train, y_train, X_eval, y_eval, n_classes)
     ids_tr = _ids(train_ids, Xtr.shape[0], "train_ids")
     ids_ev = _ids(eval_ids, Xev.shape[0], "eval_ids") if Xev is not None else None
-    if standardize and not sparse.issparse(Xtr):
-        mu, sd = zscore(Xtr)
-        Xtr = (Xtr - mu) / sd  # a new array: the caller's (shared) matrix is untouched
-        if Xev is not None:
-            Xev = (Xev - mu) / sd
+    # Rows are z-scored as they are drawn (rows_tensor), never the whole matrix: no
+    # scaled copy of X (3.4 GB at 550k x 1536), the same numbers.
+    scaling = zscore(Xtr) if standardize and not sparse.issparse(Xtr) else None
 
     rng = np.random.default_rng(random_state)
     n, d = Xtr.shape
@@ -186,14 +184,14 @@ def probe_dynamics(
     def after_step(epoch: int, step: int, idx: np.ndarray, loss: Any) -> None:
         if step + 1 in checkpoints:
             value = epoch + checkpoints[step + 1] / records_per_epoch
-            records.extend(_record(encoder, head, splits, value, k))
+            records.extend(_record(encoder, head, splits, value, k, scaling))
 
     start_time = time.perf_counter()
     encoder.train()
     head.train()
     train_loop(
         [*encoder.parameters(), *head.parameters()],
-        lambda idx: loss_fn(head(encoder(rows_tensor(Xtr, idx))), ytr_t[idx]),
+        lambda idx: loss_fn(head(encoder(rows_tensor(Xtr, idx, scaling))), ytr_t[idx]),
         rows=np.arange(n),
         epochs=epochs,
         batch_size=batch_size,
@@ -276,9 +274,15 @@ def _check_data(
 
 
 def _record(
-    encoder: Any, head: Any, splits: Sequence[tuple[str, Any, np.ndarray]], epoch: float, k: int
+    encoder: Any,
+    head: Any,
+    splits: Sequence[tuple[str, Any, np.ndarray]],
+    epoch: float,
+    k: int,
+    scaling: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> list[tuple[float, str, np.ndarray, np.ndarray]]:
-    """The logits of every row of every split, in evaluation mode (8192 rows at a time)."""
+    """The logits of every row of every split, in evaluation mode (8192 rows at a time),
+    the rows z-scored by ``scaling`` (mean, std) when given."""
     torch = _torch_module()
     encoder.eval()
     head.eval()
@@ -288,7 +292,7 @@ def _record(
             parts = []
             for start in range(0, X.shape[0], 8192):
                 idx = np.arange(start, min(start + 8192, X.shape[0]))
-                parts.append(head(encoder(rows_tensor(X, idx))).numpy())
+                parts.append(head(encoder(rows_tensor(X, idx, scaling))).numpy())
             logits = np.concatenate(parts) if parts else np.zeros((0, k), dtype=np.float32)
             out.append((epoch, split, logits, y))
     encoder.train()
