@@ -74,7 +74,7 @@ DEFAULT_N_PRECLUSTERS = 2_000
 #: about 45 examples per pseudo-label. :func:`auto_n_pseudo_labels` keeps that ratio.
 PAPER_N_PSEUDO_LABELS = 1500
 EXAMPLES_PER_PSEUDO_LABEL = 45
-#: Rows per block when the MLP trains and scores (bounds the one-hot and output matrices).
+#: Rows per block when the MLP scores and embeds (bounds the output matrices).
 _BLOCK = 16_384
 #: Densify sparse features for Ward only up to this many matrix entries (1 GiB float32).
 _MAX_DENSE_ENTRIES = 2**28
@@ -537,11 +537,6 @@ class MLPEmbedding:
                 np.asarray(part @ self.weight_) + self.bias_, 0
             )
         return out
-
-
-def random_state_int(random_state: int | None) -> int | None:
-    """An int seed for scikit-learn from ours (``None`` stays ``None``)."""
-    return None if random_state is None else int(random_state)
 
 
 # =======================================================================================

@@ -166,9 +166,9 @@ class _SharedStartMixin:
             "hessian_rows": 0,
             "gemm_flops": 0.0,
         }
-        precondition = self._precondition(data.n, data.d, n_fits)
+        precondition = "none" if is_sparse(data.x32) else self._precondition(data.n, data.d, n_fits)
         stats["precondition"] = precondition
-        if precondition == "none" or is_sparse(data.x32):
+        if precondition == "none":
             # Sparse features: plain L-BFGS from zero (see sparse.py for why).
             return theta, _Preconditioner(None, blocked=False), ref_present, stats
         # At zero the Hessian is a covariance (one GEMM); a smaller sample will do for
