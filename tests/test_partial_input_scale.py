@@ -326,9 +326,35 @@ def test_fits_side_by_side_give_the_numbers_of_one_after_another(grouped, tmp_pa
         runs[cores] = PartialInput(**kw).run(grouped)
     pd.testing.assert_frame_equal(runs[1].scores, runs[4].scores)
     assert runs[1].metrics == runs[4].metrics
-    # Above the memory bound the fits run one after another.
+    # Above the memory bound fold-by-fold fits (any probe but the default) run one
+    # after another; the default probe's joint fits copy no rows of a dense matrix.
     monkeypatch.setattr(crossfit, "SIDE_BY_SIDE_BYTES", 0)
-    inputs = crossfit._CrossFitInputs(
-        None, np.zeros(10), np.zeros(10), 2, "logistic", 0, matrices={"full": np.ones((10, 4))}
-    )
-    assert crossfit.side_by_side(LocalExecutor(), inputs, 3) == 1
+    for probe, expected in [("sklearn-logistic", 1), ("logistic", 4)]:
+        inputs = crossfit._CrossFitInputs(
+            None, np.zeros(10), np.zeros(10), 2, probe, 0, matrices={"full": np.ones((10, 4))}
+        )
+        assert crossfit.side_by_side(LocalExecutor(), inputs, 3) == expected
+
+
+def test_joint_condition_fit_matches_fold_by_fold_and_falls_back_on_a_missing_class():
+    """The default probe on a stateless matrix fits a condition's folds together; its
+    out-of-fold probabilities are the fold-by-fold fits' up to the solver tolerance, and
+    a fold whose training rows miss a class is fitted on its own (that class gets 0)."""
+    from spurious.detectors.partial_input import crossfit
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 12)).astype(np.float32)
+    y = np.argmax(X[:, :3] + rng.gumbel(size=(600, 3)), axis=1)
+    fold_of = np.arange(600) % 3
+    view = get_view("nli", "hypothesis_only")
+    for labels in (y, np.where((y == 2) & (fold_of != 0), 1, y)):  # then: class 2 in fold 0 only
+        inputs = crossfit._CrossFitInputs(
+            None, labels, fold_of, 3, "logistic", 0, matrices={view.name: X}
+        )
+        assert crossfit.joint(inputs)
+        joint = crossfit._fit_view(view, inputs)
+        by_fold = np.zeros_like(joint)
+        for k in range(3):
+            by_fold[fold_of == k] = crossfit._fit_fold((view, k), inputs)
+        assert np.abs(joint - by_fold).max() < 2e-3
+    assert np.all(joint[fold_of == 0][:, 2] == 0)  # fold 0's probe never saw class 2

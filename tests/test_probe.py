@@ -95,3 +95,35 @@ def test_make_probe_and_decision_function_fallback():
         make_probe("nope")
     with pytest.raises(ParameterError, match="'probe' parameter"):
         make_probe(object())
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_cross_fit_proba_matches_each_fold_fitted_by_sklearn(sparse):
+    """Every fold's probe, fitted together, converges to scikit-learn's converged fit on
+    the other folds' rows; labels absent from y get probability 0."""
+    from spurious.models.linear import cross_fit_proba
+
+    X, y = _data(n=1200, d=30)
+    if sparse:
+        X = sp.csr_matrix(np.where(np.abs(X) > 0.8, X, 0.0))
+    fold_of = np.random.default_rng(1).integers(0, 4, len(y))
+    y_ids = np.where(y == 2, 3, y)  # label id 2 unused, 4 ids in all
+    proba = cross_fit_proba(X, y_ids, fold_of, 4)
+    assert proba.shape == (1200, 4) and np.all(proba[:, 2] == 0)
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-6)
+    for f in range(4):
+        train, test = fold_of != f, fold_of == f
+        ref = LogisticRegression(max_iter=5000, tol=1e-10).fit(X[train], y_ids[train])
+        got = proba[test][:, [0, 1, 3]]
+        assert np.abs(got - ref.predict_proba(X[test])).max() < 2e-3
+
+
+def test_cross_fit_proba_defers_when_a_fold_misses_a_class():
+    from spurious.models.linear import cross_fit_proba
+
+    X, y = _data(n=300, d=5)
+    fold_of = np.arange(300) % 3
+    y[fold_of != 0] = np.where(y[fold_of != 0] == 2, 1, y[fold_of != 0])  # class 2: fold 0 only
+    assert cross_fit_proba(X, y, fold_of, 3) is None
+    with pytest.raises(ParameterError, match="fold_of"):
+        cross_fit_proba(X, y, fold_of[:10], 3)

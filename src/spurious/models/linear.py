@@ -50,7 +50,11 @@ def to_torch(X: Matrix, device: str = "cpu"):
                 size=X.shape,
                 check_invariants=False,
             ).to(device)
-    return torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32)).to(device)
+    X = np.ascontiguousarray(X, dtype=np.float32)
+    with warnings.catch_warnings():
+        # A read-only array (a Ray object, a memory map) is fine: no caller writes to it.
+        warnings.filterwarnings("ignore", "The given NumPy array is not writable", UserWarning)
+        return torch.from_numpy(X).to(device)
 
 
 class LogisticProbe(ClassifierMixin, BaseEstimator):
@@ -137,50 +141,17 @@ class LogisticProbe(ClassifierMixin, BaseEstimator):
             if sample_weight is None
             else torch.as_tensor(np.asarray(sample_weight, dtype=np.float32), device=dev)
         )
-        # sklearn's objective is C * sum(w_i CE_i) + ||W||^2 / 2; dividing by C * sum(w)
-        # gives a weighted mean CE plus ||W||^2 / (2 C sum(w)): same minimiser, O(1) scale.
-        w_sum = float(w.sum())
-        w = w / w_sum
-        # Class-major (k, n) layout: the softmax reduces over k = 2-5 classes, which on
-        # the row-major (n, k) logits is a strided reduction several times slower.
-        onehot_t = torch.nn.functional.one_hot(yt, k).to(torch.float32).T.contiguous()
-        W = torch.zeros(d, k, device=dev)
-        b = torch.zeros(k, device=dev)
-        lam = 1.0 / (self.C * w_sum)
-        params = [W, b] if self.fit_intercept else [W]
-        opt = torch.optim.LBFGS(
-            params,
-            lr=1.0,
+        W, b, self.n_iter_ = _fit_softmax(
+            Xt,
+            XT,
+            yt,
+            w[None, :],
+            k,
+            C=self.C,
             max_iter=self.max_iter,
-            tolerance_grad=self.tol,
-            tolerance_change=1e-12,
-            history_size=20,
-            line_search_fn="strong_wolfe",
+            tol=self.tol,
+            fit_intercept=self.fit_intercept,
         )
-
-        def closure():
-            # Loss and gradient in closed form (softmax cross-entropy):
-            # dL/dW = X^T ((P - Y) * w) + lam W, dL/db = sum((P - Y) * w).
-            logits_t = (Xt @ W).T.contiguous() + b[:, None]  # (k, n)
-            lse = torch.logsumexp(logits_t, dim=0)
-            logp_t = logits_t - lse
-            loss = -(w * (onehot_t * logp_t).sum(0)).sum() + 0.5 * lam * (W * W).sum()
-            G_t = (logp_t.exp_() - onehot_t).mul_(w)  # (k, n)
-            # Sparse: X^T (a CSR copy) @ G. Dense: G^T X streams X row-major once;
-            # X.T @ G is ~8x slower here.
-            XtG = XT @ G_t.T.contiguous() if XT is not None else (G_t @ Xt).T
-            W.grad = (XtG + lam * W).contiguous()
-            if self.fit_intercept:
-                b.grad = G_t.sum(1)
-            return loss
-
-        # One thread (spurious.utils.threads, "probe"): a fit is many small operations,
-        # and 2 intra-op threads on 2 shared cores took 8x (dense) to 25x (bag of words)
-        # the wall time of one (bench/results/threads.json).
-        with torch.no_grad(), limit_threads(kernel_threads("probe")):
-            opt.step(closure)
-        state = opt.state[opt._params[0]]
-        self.n_iter_ = int(state.get("n_iter", 0))
         self.coef_ = W.T.cpu().numpy().astype(np.float32)
         self.intercept_ = b.cpu().numpy().astype(np.float32)
         self.n_features_in_ = d
@@ -205,3 +176,147 @@ class LogisticProbe(ClassifierMixin, BaseEstimator):
     def predict(self, X: Matrix) -> np.ndarray:
         """Most probable class."""
         return self.classes_[np.argmax(self.decision_function(X), axis=1)]
+
+
+def _fit_softmax(
+    Xt, XT, yt, w, k: int, *, C: float, max_iter: int, tol: float, fit_intercept: bool
+):
+    """``K`` L2-regularised softmax regressions on the same rows, one per row of the
+    weights ``w`` (shape ``(K, n)``), minimised together by one full-batch L-BFGS.
+
+    The objectives are independent (fit ``f`` owns columns ``f k .. (f + 1) k - 1`` of
+    ``W``), so the joint minimiser is each fit's own and the stopping rule (max-abs
+    gradient ``<= tol``) holds for every fit; each L-BFGS iteration streams ``X`` once
+    for all ``K`` fits, which is what makes cross-fitting on large data cheap (the
+    products are memory-bound). Returns ``W`` of shape ``(d, K k)``, ``b`` of shape
+    ``(K k,)`` and the iterations run.
+    """
+    torch = _torch()
+    K, n = w.shape
+    dev = Xt.device
+    # sklearn's objective is C * sum(w_i CE_i) + ||W||^2 / 2; dividing by C * sum(w)
+    # gives a weighted mean CE plus ||W||^2 / (2 C sum(w)): same minimiser, O(1) scale.
+    w_sum = w.sum(1)
+    w = (w / w_sum[:, None]).contiguous()
+    lam = (1.0 / (C * w_sum)).repeat_interleave(k)  # per column of W
+    # Class-major (K, k, n) layout: the softmax reduces over k = 2-5 classes, which on
+    # the row-major (n, K k) logits is a strided reduction several times slower.
+    onehot_t = torch.nn.functional.one_hot(yt, k).to(torch.float32).T.contiguous()
+    W = torch.zeros(Xt.shape[1], K * k, device=dev)
+    b = torch.zeros(K * k, device=dev)
+    opt = torch.optim.LBFGS(
+        [W, b] if fit_intercept else [W],
+        lr=1.0,
+        max_iter=max_iter,
+        tolerance_grad=tol,
+        tolerance_change=1e-12,
+        history_size=20,
+        line_search_fn="strong_wolfe",
+    )
+
+    def closure():
+        # Loss and gradient in closed form (softmax cross-entropy):
+        # dL/dW = X^T ((P - Y) * w) + lam W, dL/db = sum((P - Y) * w).
+        logits_t = ((Xt @ W).T.contiguous() + b[:, None]).view(K, k, n)
+        logp_t = logits_t - torch.logsumexp(logits_t, dim=1, keepdim=True)
+        loss = -(w[:, None, :] * onehot_t * logp_t).sum() + 0.5 * (lam * W * W).sum()
+        G_t = (logp_t.exp_() - onehot_t).mul_(w[:, None, :]).view(K * k, n)
+        # Sparse: X^T (a CSR copy) @ G. Dense: G^T X streams X row-major once;
+        # X.T @ G is ~8x slower here.
+        XtG = XT @ G_t.T.contiguous() if XT is not None else (G_t @ Xt).T
+        W.grad = (XtG + lam * W).contiguous()
+        if fit_intercept:
+            b.grad = G_t.sum(1)
+        return loss
+
+    # One thread (spurious.utils.threads, "probe"): a fit is many small operations,
+    # and 2 intra-op threads on 2 shared cores took 8x (dense) to 25x (bag of words)
+    # the wall time of one (bench/results/threads.json).
+    with torch.no_grad(), limit_threads(kernel_threads("probe")):
+        opt.step(closure)
+    return W, b, int(opt.state[opt._params[0]].get("n_iter", 0))
+
+
+def cross_fit_proba(
+    X: Matrix,
+    y,
+    fold_of,
+    n_classes: int,
+    *,
+    C: float = 1.0,
+    max_iter: int = 200,
+    tol: float = 1e-7,
+    device: str = "cpu",
+    block: int = 65536,
+) -> np.ndarray | None:
+    """Out-of-fold class probabilities of :class:`LogisticProbe`, every fold's probe
+    fitted in one L-BFGS run over the shared ``X`` (no copy of any fold's rows).
+
+    Row ``i`` gets the probabilities of the probe fitted on the rows of every other
+    fold; each probe converges to the minimiser :class:`LogisticProbe` converges to on
+    those rows (the same objective and stopping rule, see :func:`_fit_softmax`).
+
+    Parameters
+    ----------
+    X : array-like or scipy CSR of shape (n, d)
+    y : array-like of shape (n,)
+        Label ids in ``range(n_classes)``.
+    fold_of : array-like of shape (n,)
+        Fold id of every row.
+    n_classes : int
+        Columns of the result (label ids absent from ``y`` get probability 0).
+    C, max_iter, tol, device
+        As for :class:`LogisticProbe`.
+    block : int, default=65536
+        Rows per prediction product (bounds memory).
+
+    Returns
+    -------
+    ndarray of shape (n, n_classes), or None
+        ``None`` when some fold's training rows miss a class of ``y`` (its probe would
+        know fewer classes than the others; fit that fold on its own instead).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 3)).astype(np.float32)
+    >>> y = (X[:, 0] > 0).astype(int)
+    >>> proba = cross_fit_proba(X, y, np.arange(300) % 5, 2)
+    >>> proba.shape, bool(((proba.argmax(1) == y).mean() > 0.9))
+    ((300, 2), True)
+    """
+    torch = _torch()
+    X = check_features(X, None, "X")
+    y, fold_of = np.asarray(y), np.asarray(fold_of)
+    if y.shape[0] != X.shape[0] or fold_of.shape[0] != X.shape[0]:
+        raise ParameterError(
+            f"X has {X.shape[0]} rows but y has {y.shape[0]} labels and fold_of "
+            f"{fold_of.shape[0]} entries."
+        )
+    classes, y_idx = np.unique(y, return_inverse=True)
+    folds = np.unique(fold_of)
+    for f in folds:
+        if len(np.unique(y_idx[fold_of != f])) < len(classes) or len(classes) < 2:
+            return None
+    k = len(classes)
+    dev = LogisticProbe(device=device)._device()
+    Xt = to_torch(X, dev)
+    XT = to_torch(X.T.tocsr(), dev) if sp.issparse(X) else None
+    yt = torch.from_numpy(y_idx.astype(np.int64)).to(dev)
+    w = torch.from_numpy(np.stack([fold_of != f for f in folds]).astype(np.float32)).to(dev)
+    W, b, _ = _fit_softmax(Xt, XT, yt, w, k, C=C, max_iter=max_iter, tol=tol, fit_intercept=True)
+    del Xt, XT
+    coef = W.T.cpu().numpy().astype(np.float32).reshape(len(folds), k, -1)
+    intercept = b.cpu().numpy().astype(np.float32).reshape(len(folds), k)
+    from scipy.special import softmax
+
+    out = np.zeros((X.shape[0], n_classes))
+    cols = classes.astype(int)
+    for j, f in enumerate(folds):
+        rows = np.flatnonzero(fold_of == f)
+        for s in range(0, len(rows), block):
+            part = rows[s : s + block]
+            # As LogisticProbe.predict_proba: float32 logits, a float64 softmax.
+            logits = np.asarray(X[part] @ coef[j].T) + intercept[j]
+            out[np.ix_(part, cols)] = softmax(logits.astype(np.float64), axis=1)
+    return out

@@ -11,7 +11,6 @@ for fine-tuned models, and writes its scores, examples and summary with
 from __future__ import annotations
 
 import logging
-import time
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
@@ -25,10 +24,11 @@ from spurious.data.folds import check_fold_groups
 from spurious.detectors.base import Detector
 from spurious.detectors.partial_input.crossfit import (
     _CrossFitInputs,
-    _fit_fold,
     _fit_predict,
     assign_folds,
-    side_by_side,
+    fit_by_condition,
+    fit_by_fold,
+    joint,
 )
 from spurious.detectors.partial_input.finetuned import (
     fine_tuned_probabilities,
@@ -48,7 +48,6 @@ from spurious.features import LexicalFeaturizer, make_featurizer
 from spurious.models.sklearn_adapter import make_probe
 from spurious.results import Headline
 from spurious.utils.limits import MAX_RESAMPLES
-from spurious.utils.progress import step_bar
 from spurious.utils.validation import Interval, StrOptions
 from spurious.views import View, get_view, standard_views
 
@@ -365,9 +364,11 @@ class PartialInput(Detector):
     def _cross_fit(self, ctx: RunContext, views: list[View]) -> dict[str, np.ndarray]:
         """Out-of-fold class probabilities of every row, per view.
 
-        Every (fold, view) pair is one task of the executor; a task builds its fold's
-        features from the shared inputs (token counts or a stateless matrix), fits the
-        probe on the training folds and predicts the held-out fold.
+        The default probe on a stateless matrix: one executor task per view, every
+        fold's probe fitted together (:func:`fit_by_condition`). Otherwise every (fold,
+        view) pair is one task (:func:`fit_by_fold`): it builds its fold's features from
+        the shared inputs, fits the probe on the training folds and predicts the
+        held-out fold.
         """
         dataset, progress = ctx.train, ctx.progress
         fold_of = self._folds(ctx)
@@ -402,52 +403,14 @@ class PartialInput(Detector):
             **features,
         )
 
-        tasks = [(v, k) for k in range(self.n_folds) for v in views]
         executor = make_executor(self.executor)
         owns_executor = isinstance(self.executor, str)
-        probas = {v.name: np.zeros((len(dataset), dataset.n_classes)) for v in views}
-        bar = step_bar("partial_input: fold x condition", len(tasks), enabled=progress, unit="fit")
         try:
-            shared = executor.put(inputs)
-            # Locally one task at a time (the bar moves per fit), or, when the fits'
-            # copies of their training rows fit in memory together, whole folds side by
-            # side on one thread per core; remotely, whole folds per batch, enough to keep
-            # every worker busy (the conditions of a fold differ a lot in cost), so the
-            # bar and the log still move fold by fold.
-            side_workers = side_by_side(executor, inputs, self.n_folds)
-            side = side_workers > 1
-            workers = side_workers if side else executor.n_workers
-            step = 1 if workers <= 1 else len(views) * -(-workers // len(views))
-            if side:
-                # One fold per core per batch: a fold's full-input fit costs more than
-                # its partial ones, so with one fold per batch a core idles while the
-                # other finishes the full fit (SNLI dev quick, 2 cores, 3 alternating
-                # runs: the step took 9.7-10.3 s instead of 10.3-10.8 s).
-                step = len(views) * workers
-            start, done_in_fold = time.perf_counter(), {k: 0 for k in range(self.n_folds)}
-            for i in range(0, len(tasks), step):
-                batch = tasks[i : i + step]
-                bar.set_postfix_str(f"fold {batch[0][1] + 1}/{self.n_folds}")  # running now
-                for (view, k), proba in zip(
-                    batch,
-                    executor.map(_fit_fold, batch, shared=shared, side_by_side=side),
-                    strict=True,
-                ):
-                    probas[view.name][fold_of == k] = proba
-                    done_in_fold[k] += 1
-                    if done_in_fold[k] == len(views):
-                        logger.info(
-                            "partial_input: fold %d/%d done (%.1f s)",
-                            k + 1,
-                            self.n_folds,
-                            time.perf_counter() - start,
-                        )
-                bar.update(len(batch))
+            fit = fit_by_condition if joint(inputs) else fit_by_fold
+            return fit(executor, inputs, views, self.n_folds, progress)
         finally:
-            bar.close()
             if owns_executor:
                 executor.close()
-        return probas
 
     def _probabilities(
         self, ctx: RunContext, views: list[View]
