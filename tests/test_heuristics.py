@@ -646,3 +646,29 @@ def test_squad_dev_subset_sanity(squad300: Dataset, spacy_nlp, tmp_path) -> None
         end = row["answer_starts"][0] + len(row["answers"][0])
         inside += end <= starts[int(rank) + 1]
     assert inside / len(df) >= 0.98
+
+
+def test_nli_heuristics_tokenise_each_distinct_text_once_and_match_per_row_words(monkeypatch):
+    """compute_heuristics shares one tokenisation of every distinct text between its
+    heuristics (and drops it afterwards); the values equal those computed from
+    ``words`` row by row."""
+    from spurious.heuristics import base
+
+    premises = ["A man didn't sleep.", "A dog runs.", "A man didn't sleep."] * 4
+    hypotheses = ["A man slept.", "No dog runs", "man sleep", "A dog"] * 3
+    frame = pd.DataFrame({"premise": premises, "hypothesis": hypotheses, "label": [0, 1, 2] * 4})
+    ds = Dataset.from_frame(frame, "nli")
+    calls: list[str] = []
+    real = base.words
+    monkeypatch.setattr(base, "words", lambda t: calls.append(t) or real(t))
+    names = ["overlap_rate", "all_words_in_premise", "is_subsequence", "hypothesis_length"]
+    got = compute_heuristics(ds, names, cache_dir=False)
+    assert sorted(calls) == sorted(set(premises) | set(hypotheses))  # once each, 4 heuristics
+    assert base._WORDS_MEMO.get() is None
+    for i, (p, h) in enumerate(zip(premises, hypotheses, strict=True)):
+        pw, hw = real(p), real(h)
+        assert got["overlap_rate"][i] == sum(w in set(pw) for w in hw) / len(hw)
+        assert got["all_words_in_premise"][i] == float(set(hw) <= set(pw))
+        assert got["hypothesis_length"][i] == len(hw)
+        sub = any(pw[j : j + len(hw)] == hw for j in range(len(pw) - len(hw) + 1))
+        assert got["is_subsequence"][i] == float(sub)

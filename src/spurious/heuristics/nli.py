@@ -19,7 +19,7 @@ import numpy as np
 
 from spurious.data.dataset import Dataset
 from spurious.exceptions import ParameterError
-from spurious.heuristics.base import Heuristic, register_heuristic, words
+from spurious.heuristics.base import Heuristic, register_heuristic, words_of
 from spurious.utils.validation import Interval
 
 logger = logging.getLogger(__name__)
@@ -32,16 +32,15 @@ MCCOY = "McCoy, Pavlick and Linzen (2019), Right for the Wrong Reasons (HANS), S
 GURURANGAN = "Gururangan et al. (2018), Annotation Artifacts in NLI Data, Sec. 3"
 
 
-def _pairs(dataset: Dataset) -> list[tuple[list[str], list[str]]]:
+def _pairs(dataset: Dataset) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+    """(premise words, hypothesis words) per row; each distinct text tokenised once (once
+    for all heuristics inside :func:`~spurious.heuristics.base.compute_heuristics`)."""
     first, second = _FIELDS[dataset.task.name]
-    return [
-        (words(p), words(h))
-        for p, h in zip(dataset.texts(first), dataset.texts(second), strict=True)
-    ]
+    return list(zip(words_of(dataset.texts(first)), words_of(dataset.texts(second)), strict=True))
 
 
 def _per_pair(
-    dataset: Dataset, value: Callable[[list[str], list[str]], float]
+    dataset: Dataset, value: Callable[[tuple[str, ...], tuple[str, ...]], float]
 ) -> tuple[np.ndarray, list[str]]:
     """``value(premise_words, hypothesis_words)`` per row; NaN (with its reason) when the
     hypothesis has no word."""
@@ -88,7 +87,7 @@ class OverlapRate(Heuristic):
     source: ClassVar[str] = f"{MCCOY} (lexical overlap); Naik et al. (2018)"
 
     def _compute(self, dataset, *, train, nlp, progress):
-        def overlap(p: list[str], h: list[str]) -> float:
+        def overlap(p: tuple[str, ...], h: tuple[str, ...]) -> float:
             ps = set(p)
             return sum(w in ps for w in h) / len(h)
 
@@ -142,7 +141,7 @@ class IsSubsequence(Heuristic):
     source: ClassVar[str] = f"{MCCOY} (subsequence heuristic)"
 
     def _compute(self, dataset, *, train, nlp, progress):
-        def contiguous(p: list[str], h: list[str]) -> float:
+        def contiguous(p: tuple[str, ...], h: tuple[str, ...]) -> float:
             n = len(h)
             return float(any(p[j : j + n] == h for j in range(len(p) - n + 1)))
 
@@ -248,8 +247,8 @@ def word_label_pmi(
     second = _FIELDS[train.task.name][1]
     labels = train.labels
     counts: list[Counter[str]] = [Counter() for _ in train.label_names]
-    for text, y in zip(train.texts(second), labels, strict=True):
-        counts[y].update(words(text))
+    for ws, y in zip(words_of(train.texts(second)), labels, strict=True):
+        counts[y].update(ws)
     total = Counter()
     for c in counts:
         total.update(c)

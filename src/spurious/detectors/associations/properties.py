@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from spurious.data.dataset import Dataset
-from spurious.heuristics.base import words
+from spurious.heuristics.base import words, words_of
 
 _PUNCT = r"[^\w\s]"
 _DIGIT = r"\d"
@@ -37,7 +37,7 @@ def text_properties(dataset: Dataset, fields: list[str] | None = None) -> pd.Dat
         s = pd.Series(dataset.texts(field), dtype=object).fillna("").astype(str)
         # The heuristics' tokenizer ("didn't" -> "did", "n't"), so hypothesis_n_words
         # equals hypothesis_length and is tested once.
-        out[f"{field}_n_words"] = np.array([len(words(t)) for t in s], dtype=np.float64)
+        out[f"{field}_n_words"] = np.array([len(w) for w in words_of(s)], dtype=np.float64)
         out[f"{field}_n_punct"] = s.str.count(_PUNCT).astype(np.float64)
         out[f"{field}_n_digits"] = s.str.count(_DIGIT).astype(np.float64)
     return pd.DataFrame(out)
