@@ -92,6 +92,7 @@ def side_by_side(executor: Any, inputs: _CrossFitInputs, n_folds: int) -> int:
     if executor.remote or inputs.matrices is None:
         return 1
     cores = executors.available_cores()
+    per_fit: float
     if joint(inputs):
         per_fit = max(0 if hasattr(X, "nbytes") else _nbytes(X) for X in inputs.matrices.values())
     else:
@@ -211,6 +212,7 @@ def _fit_view(view: View, shared: _CrossFitInputs) -> np.ndarray:
 
     A pure function of ``view`` and ``shared`` (the executor contract).
     """
+    assert shared.matrices is not None  # joint(shared): a stateless matrix per view
     proba = cross_fit_proba(shared.matrices[view.name], shared.y, shared.fold_of, shared.n_classes)
     if proba is None:
         proba = np.zeros((len(shared.y), shared.n_classes))
