@@ -4,6 +4,9 @@ Full-batch L-BFGS on ``mean cross-entropy + ||W||^2 / (2 C n)`` (n = total sampl
 ``LogisticRegression(C=C)`` objective divided by ``C n`` (same minimiser), so the two agree
 at convergence. The intercept is not penalised (as in scikit-learn). Dense float32 and
 scipy CSR inputs are supported; weights start at zero, so a fit has no randomness.
+
+:func:`cross_fit_proba` fits the probes of k folds in one such run (one column block of
+the weights per fold), for out-of-fold probabilities at the cost of about one fit.
 """
 
 from __future__ import annotations
