@@ -11,8 +11,10 @@ The default probe on a precomputed matrix (sentence embeddings) is fitted per co
 instead (:func:`_fit_view`): every fold's probe in one L-BFGS run over the shared matrix
 (:func:`~spurious.models.linear.cross_fit_proba`), which streams the matrix once per
 iteration for all folds and copies no fold's rows. At 98k x 1,536 SNLI-dev embeddings
-(resampled) it took 55 s against 111 s for the five fits one after another, 1.6x on the
-384-d partial views (``bench/bench_partial_input_joint.py``).
+(resampled) it took 42 s against 92 s for the five fits one after another, 1.5-1.7x on
+the 384-d partial views (``bench/bench_partial_input_joint.py``); at SNLI dev size on 2
+cores it gains nothing (the full condition's fit is most of the work, so the cores
+balance worse than with 15 single fits).
 """
 
 from __future__ import annotations
