@@ -25,13 +25,22 @@ TRACKED_PACKAGES = (
 
 
 def dependency_versions() -> dict[str, str]:
-    """Installed versions of the tracked dependencies (missing ones are omitted)."""
+    """Installed versions of the tracked dependencies (missing ones are omitted), and
+    the machine's GPU when the run's torch saw one (``"gpu"``): the model-based steps ran
+    there unless the config pins ``"device"`` (results on a GPU differ from the CPU's at
+    float rounding)."""
     out = {"python": sys.version.split()[0], "platform": platform.platform()}
     for pkg in TRACKED_PACKAGES:
         try:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
             continue
+    torch = sys.modules.get("torch")  # never imported here: only when the run used it
+    try:
+        if torch is not None and torch.cuda.is_available():
+            out["gpu"] = torch.cuda.get_device_name()
+    except Exception:  # a torch without CUDA, a broken driver: no GPU to name
+        pass
     return out
 
 

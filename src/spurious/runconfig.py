@@ -20,6 +20,7 @@ from spurious.analysis import Analysis, load_analyses
 from spurious.exceptions import DataFormatError, ParameterError
 from spurious.execution import make_executor
 from spurious.inputs import INPUT_KEYS
+from spurious.models.runtime.hardware import check_device
 from spurious.rundir import resolve_input_paths
 from spurious.utils.io import read_input_text, read_json
 from spurious.utils.validation import check_seed
@@ -32,7 +33,7 @@ __all__ = [
     "read_config",
 ]
 
-CONFIG_KEYS = ("inputs", "analyses", "seed", "profile", "executor")
+CONFIG_KEYS = ("inputs", "analyses", "seed", "profile", "executor", "device")
 
 
 def normalise_config(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -84,6 +85,10 @@ def normalise_config(config: Mapping[str, Any]) -> dict[str, Any]:
         # without one stay as they were.
         make_executor(config["executor"])
         out["executor"] = config["executor"]
+    if config.get("device") not in (None, "auto"):
+        # Where the model-based steps run (spurious audit --device); its spelling is
+        # checked now, whether the machine has it when the run starts.
+        out["device"] = check_device(config["device"], "'device' of the run config")
     return out
 
 

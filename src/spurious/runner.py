@@ -19,7 +19,8 @@ and the manifest stores it, so ``spurious run --config DIR/manifest.json`` (or
 inputs are described by their generator, so the demo re-runs too. An optional
 ``"executor"`` (``"ray"`` or ``{"kind": "ray", "options": {"address": "head:6379"}}``,
 written by ``spurious audit --executor ray``) is where the run's shared steps (the
-encoding) run; see :mod:`spurious.execution`.
+encoding) run; see :mod:`spurious.execution`. An optional ``"device"`` (``audit --device``)
+is where the ``device="auto"`` steps run (:func:`spurious.models.runtime.use_device`).
 
 The run directory layout is in ``docs/run-directory.md``. An analysis whose requirements
 are not met is recorded as ``skipped`` with the reason; one that raises is recorded as
@@ -58,6 +59,7 @@ from spurious.exceptions import (
 )
 from spurious.execution import make_executor, use_executor
 from spurious.inputs import load_inputs
+from spurious.models.runtime.hardware import resolve_device, use_device
 from spurious.plan import audit_plan as audit_plan
 from spurious.plan import check_analyses_argument, run_profile
 from spurious.provenance import Provenance
@@ -354,8 +356,11 @@ def execute(
     for analysis in analyses:
         if not unmet[analysis.name]:
             analysis.check(ctx)  # parameters that cannot fit these inputs fail here
-    # The run's executor is joined before the run folder exists: a cluster that cannot be
-    # reached writes nothing. Every analysis of the run finds it running.
+    # The run's device (cuda without a GPU) and executor are checked before the run folder
+    # exists: a cluster that cannot be reached writes nothing. The executor runs for all.
+    device = config.get("device")
+    if device not in (None, "cpu"):  # "cpu" needs no torch (a lexical run may have none)
+        resolve_device(device)
     executor = make_executor(config.get("executor")).start()
     try:
         if out is not None:
@@ -367,7 +372,8 @@ def execute(
         executor.close()
         raise
     t1 = time.perf_counter()
-    with datasets_progress(ctx.progress), use_executor(executor, start=False, close=True):
+    run_executor = use_executor(executor, start=False, close=True)
+    with datasets_progress(ctx.progress), run_executor, use_device(device):
         results = run_analyses(analyses, ctx, out=out, on_result=on_result)
     timings["analyses_s"] = time.perf_counter() - t1
     timings.update({f"{n}_s": r.provenance.timings.get("total_s", 0.0) for n, r in results.items()})

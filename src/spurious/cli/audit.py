@@ -105,6 +105,15 @@ def fail_on_option(f: Any) -> Any:
     "Address of a running Ray cluster (HOST:6379, after 'ray start --head' there), with "
     "--executor ray; without it, Ray starts on this machine.",
 )
+@options.opt(
+    "--device",
+    "Where the model-based steps run (the encoder, AFLite's classifiers, the "
+    "partial-input probes, the fast paths' MLPs of dynamics, cartography and minority): "
+    "auto is a GPU when torch sees one, else the CPU; cpu, cuda or cuda:N pins them. "
+    "Results agree across devices to float rounding, not bit for bit.",
+    default="auto",
+    metavar="DEVICE",
+)
 @options.seed_option()
 @fail_on_option
 @options.opt(
@@ -153,6 +162,7 @@ def audit(
     overrides: tuple[str, ...],
     executor: str,
     ray_address: str | None,
+    device: str,
     seed: int,
     fail_on: str | None,
     canary: bool,
@@ -179,9 +189,11 @@ def audit(
       spurious audit train.jsonl --task nli --quick --canary   # what would it detect?
       spurious audit train.jsonl --task nli --executor ray --ray-address head:6379
     """
+    from spurious.models.runtime.hardware import check_device
     from spurious.runner import audit_plan
 
     _check_canary_options(task, canary, canary_rates, canary_background)
+    check_device(device, "--device")
     ex = _executor_spec(executor, ray_address)
     profile = "quick" if quick else "full"
     if features is None:
@@ -213,6 +225,7 @@ def audit(
         "seed": seed,
         "profile": profile,
         **({"executor": ex} if ex != "local" else {}),
+        **({"device": device} if device != "auto" else {}),
     }
 
     def intro(ctx: Any, analyses: Any) -> None:
@@ -300,10 +313,11 @@ def _run_canary(
         + ", ".join(f"{r:.1%}" for r in rates)
     )
     from spurious.execution import use_executor
+    from spurious.models.runtime.hardware import use_device
 
     try:
-        # On the audit's executor, joined once for every planted copy.
-        with use_executor(run.config.get("executor")):
+        # On the audit's executor, joined once for every planted copy, and its device.
+        with use_executor(run.config.get("executor")), use_device(run.config.get("device")):
             result = run_canary(
                 data,
                 analyses=run.config["analyses"],

@@ -16,6 +16,7 @@ shared input give the same result wherever they run.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import math
 import os
@@ -137,14 +138,18 @@ class LocalExecutor(Executor):
 
         from spurious.utils.threads import limit_threads
 
-        def one(item: Any) -> Any:
+        def one(job: tuple[contextvars.Context, Any]) -> Any:
             with limit_threads(1):  # this thread's torch / OpenMP count only
-                return fn(item, shared)
+                return job[0].run(fn, job[1], shared)
 
+        # Each call runs in a copy of the caller's context (a new thread starts with an
+        # empty one), so context variables set around the map, such as the run's
+        # device (spurious.models.runtime.use_device), hold inside the calls too.
+        jobs = [(contextvars.copy_context(), item) for item in items]
         # The process-wide BLAS pools are limited here, in the calling thread, around
         # the workers (a worker may only change its own thread's settings).
         with limit_threads(1), ThreadPoolExecutor(workers, thread_name_prefix="spurious") as pool:
-            return list(pool.map(one, items))
+            return list(pool.map(one, jobs))
 
     def __repr__(self) -> str:
         return "LocalExecutor()"

@@ -46,8 +46,9 @@ import numpy as np
 from scipy import sparse
 
 from spurious.exceptions import ParameterError
+from spurious.models.runtime.hardware import check_device, resolve_device
 from spurious.models.runtime.threads import import_torch
-from spurious.models.torch_loop import rows_tensor, seeded_mlp, train_loop, zscore
+from spurious.models.torch_loop import RowFeeder, seeded_mlp, train_loop, zscore
 
 logger = logging.getLogger(__name__)
 
@@ -411,6 +412,11 @@ class MLPEmbedding:
         Adam learning rate.
     random_state : int or None, default=0
         Seeds the initialisation and the batch order.
+    device : str, default="auto"
+        Where the MLP trains: the run's device
+        (:func:`spurious.models.runtime.use_device`), else CUDA when available, else the
+        CPU; on a GPU the batches are built there
+        (:class:`~spurious.models.torch_loop.RowFeeder`).
 
     Attributes
     ----------
@@ -441,12 +447,14 @@ class MLPEmbedding:
         batch_size: int = 32,
         lr: float = 1e-3,
         random_state: int | None = 0,
+        device: str = "auto",
     ) -> None:
         self.hidden_size = hidden_size
         self.epochs = epochs
         self.batch_size = batch_size
         self.lr = lr
         self.random_state = random_state
+        self.device = device
 
     def fit(
         self, X: Any, pseudo_labels: Any, progress: Callable[[int, int], None] | None = None
@@ -481,9 +489,13 @@ class MLPEmbedding:
             mean, std = zscore(X)
             self.mean_, self.scale_ = mean.astype(np.float32), std.astype(np.float32)
         self.classes_, codes = np.unique(y, return_inverse=True)
-        y_t = torch.from_numpy(codes.astype(np.int64))
+        dev = resolve_device(check_device(self.device, "'device' parameter of MLPEmbedding"))
+        scaling = None if self.mean_ is None or self.scale_ is None else (self.mean_, self.scale_)
+        feed = RowFeeder(X, scaling, dev)
+        y_t = feed.labels(codes)
         rng = np.random.default_rng(self.random_state)
         encoder, head = seeded_mlp(rng, d, len(self.classes_), int(self.hidden_size))
+        encoder, head = encoder.to(dev), head.to(dev)  # initialised on the CPU: same weights
         loss_fn = torch.nn.CrossEntropyLoss()
         total = int(self.epochs) * n
         done = [0]
@@ -495,7 +507,7 @@ class MLPEmbedding:
 
         train_loop(
             [*encoder.parameters(), *head.parameters()],
-            lambda idx: loss_fn(head(encoder(self._rows(X, idx))), y_t[idx]),
+            lambda idx: loss_fn(head(encoder(feed.rows(idx))), y_t[idx]),
             rows=np.arange(n),
             epochs=int(self.epochs),
             batch_size=int(min(self.batch_size, n)),
@@ -503,25 +515,20 @@ class MLPEmbedding:
             lr=float(self.lr),
             n_threads=1,
             after_step=after_step,
+            device=dev,
         )
         linear = encoder[0]
-        self.weight_ = linear.weight.detach().numpy().T.copy()
-        self.bias_ = linear.bias.detach().numpy().copy()
+        self.weight_ = feed.numpy(linear.weight).T.copy()
+        self.bias_ = feed.numpy(linear.bias).copy()
         correct = 0
         with torch.no_grad():
             for block in range(0, n, _BLOCK):
-                rows = np.arange(block, min(n, block + _BLOCK))
-                pred = head(encoder(self._rows(X, rows))).argmax(1).numpy()
-                correct += int((pred == codes[rows]).sum())
+                stop = min(n, block + _BLOCK)
+                pred = feed.numpy(head(encoder(feed.block(block, stop))).argmax(1))
+                correct += int((pred == codes[block:stop]).sum())
         self.train_accuracy_ = correct / n
         self.fit_seconds_ = time.perf_counter() - start
         return self
-
-    def _rows(self, X: Any, idx: np.ndarray) -> Any:
-        """Rows ``idx`` of ``X``, z-scored when dense, as a float32 tensor."""
-        if self.mean_ is None or self.scale_ is None:
-            return rows_tensor(X, idx)
-        return rows_tensor(X, idx, (self.mean_, self.scale_))
 
     def transform(self, X: Any) -> np.ndarray:
         """The hidden layer of the trained MLP: ``relu(z(X) W1 + b1)`` (float32)."""

@@ -21,6 +21,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from spurious.exceptions import ParameterError
+from spurious.models.runtime.hardware import auto_device, check_device
 from spurious.models.runtime.threads import import_torch
 from spurious.utils.matrix import Matrix, check_features
 from spurious.utils.threads import kernel_threads, limit_threads
@@ -72,6 +73,8 @@ class LogisticProbe(ClassifierMixin, BaseEstimator):
     tol : float, default=1e-7
         Stop when the max-abs gradient falls below ``tol``.
     device : {"cpu", "cuda", "auto"}, default="cpu"
+        ``"auto"``: CUDA when available, or the run's device inside
+        :func:`spurious.models.runtime.use_device`.
     fit_intercept : bool, default=True
 
     Attributes
@@ -113,9 +116,8 @@ class LogisticProbe(ClassifierMixin, BaseEstimator):
         self.fit_intercept = fit_intercept
 
     def _device(self) -> str:
-        torch = _torch()
-        if self.device == "auto":
-            return "cuda" if torch.cuda.is_available() else "cpu"
+        if self.device == "auto":  # the run's device (spurious.models.runtime.use_device)
+            return auto_device()
         return self.device
 
     def fit(self, X: Matrix, y, sample_weight=None) -> LogisticProbe:
@@ -269,7 +271,8 @@ def cross_fit_proba(
     n_classes : int
         Columns of the result (label ids absent from ``y`` get probability 0).
     C, max_iter, tol, device
-        As for :class:`LogisticProbe`.
+        As for :class:`LogisticProbe` (``device="auto"``: the run's device, or CUDA when
+        available).
     block : int, default=65536
         Rows per prediction product (bounds memory).
 
@@ -289,6 +292,7 @@ def cross_fit_proba(
     ((300, 2), True)
     """
     torch = _torch()
+    check_device(device, "'device' argument of cross_fit_proba")
     X = check_features(X, None, "X")
     y, fold_of = np.asarray(y), np.asarray(fold_of)
     if y.shape[0] != X.shape[0] or fold_of.shape[0] != X.shape[0]:

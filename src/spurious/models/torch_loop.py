@@ -24,6 +24,7 @@ from scipy import sparse
 from spurious.models.runtime.threads import import_torch, torch_threads
 
 __all__ = [
+    "RowFeeder",
     "default_batch_size",
     "rows_tensor",
     "seeded_mlp",
@@ -77,6 +78,82 @@ def rows_tensor(
     if scaling is not None:
         part = (part - scaling[0]) / scaling[1]
     return _torch().from_numpy(np.ascontiguousarray(part, dtype=np.float32))
+
+
+class RowFeeder:
+    """Rows of a feature matrix as float32 tensors on one device, z-scored when asked.
+
+    On the CPU each batch is gathered and scaled on the host (:func:`rows_tensor`). On a
+    GPU a dense matrix is copied there once, when it takes under half of the free GPU
+    memory, and each batch is gathered and scaled there from a tensor of row indices
+    already on the GPU (:func:`train_loop` uploads an epoch's order once): no host
+    gather and no host-to-device copy per step, which would make every step wait for
+    the GPU. A sparse or too large matrix is gathered on the host and copied per batch.
+    The arithmetic is the same, ``(rows - mean) / std`` in float32.
+
+    Parameters
+    ----------
+    X : ndarray or scipy sparse matrix, shape (n, d)
+    scaling : (mean, std), optional
+    device : str, default="cpu"
+        A resolved device ("cpu", "cuda", "cuda:1").
+
+    Examples
+    --------
+    >>> X = np.array([[0.0, 0.0], [2.0, 4.0]], dtype=np.float32)
+    >>> feed = RowFeeder(X, (np.array([1.0, 2.0]), np.array([1.0, 2.0])))
+    >>> feed.rows(np.array([1, 0])).tolist()
+    [[1.0, 1.0], [-1.0, -1.0]]
+    """
+
+    def __init__(
+        self, X: Any, scaling: tuple[np.ndarray, np.ndarray] | None = None, device: str = "cpu"
+    ) -> None:
+        torch = _torch()
+        self.X, self.scaling = X, scaling
+        self.device = torch.device(device)
+        self.on_device: Any = None  # X on the GPU, when it fits
+        if self.device.type == "cpu" or sparse.issparse(X):
+            return
+        X32 = np.ascontiguousarray(X, dtype=np.float32)
+        free, _ = torch.cuda.mem_get_info(self.device) if self.device.type == "cuda" else (0, 0)
+        if X32.nbytes < free // 2:
+            self.on_device = torch.from_numpy(X32).to(self.device)
+            if scaling is not None:
+                self._mean, self._std = (
+                    torch.from_numpy(np.asarray(v, dtype=np.float32)).to(self.device)
+                    for v in scaling
+                )
+
+    @property
+    def gpu(self) -> bool:
+        """Whether batches are built on a device other than the CPU."""
+        return self.device.type != "cpu"
+
+    def rows(self, idx: Any) -> Any:
+        """Rows ``idx`` (a numpy array, or a tensor of indices on this device) as a
+        float32 tensor on this device."""
+        if self.on_device is not None:
+            part = self.on_device[idx]
+            return part if self.scaling is None else (part - self._mean) / self._std
+        if not isinstance(idx, np.ndarray):  # indices on the GPU, rows on the host
+            idx = idx.cpu().numpy()
+        part = rows_tensor(self.X, idx, self.scaling)
+        return part if not self.gpu else part.to(self.device)
+
+    def labels(self, y: np.ndarray) -> Any:
+        """``y`` as an int64 tensor on this device (index it with the batch's indices)."""
+        return _torch().from_numpy(np.asarray(y, dtype=np.int64)).to(self.device)
+
+    def numpy(self, t: Any) -> np.ndarray:
+        """A tensor of this device back as a numpy array."""
+        return t.detach().cpu().numpy()
+
+    def block(self, start: int, stop: int) -> Any:
+        """Rows ``start:stop``, indices made where the rows are gathered."""
+        if self.on_device is not None:
+            return self.rows(_torch().arange(start, stop, device=self.device))
+        return self.rows(np.arange(start, stop))
 
 
 _INIT_LOCK = threading.Lock()
@@ -139,6 +216,7 @@ def train_loop(
     after_step: Callable[[int, int, np.ndarray, Any], None] | None = None,
     after_epoch: Callable[[int], bool | None] | None = None,
     progress: str | None = None,
+    device: str | None = None,
 ) -> None:
     """Minimise ``batch_loss`` with Adam over ``epochs`` passes of mini-batches of ``rows``.
 
@@ -169,6 +247,11 @@ def train_loop(
         The hooks above.
     progress : str, optional
         A progress bar with this description (epochs, examples/s); ``None``: none.
+    device : str, optional
+        A GPU ("cuda", "cuda:1"): each epoch's order is copied there once and
+        ``batch_loss`` gets the batch's row indices as a tensor on it (slices of that
+        copy; see :class:`RowFeeder`), so no step waits for a host-to-device copy.
+        ``after_step`` still gets them as a numpy array. Default: numpy arrays.
 
     Examples
     --------
@@ -187,14 +270,17 @@ def train_loop(
 
     bar = tqdm(total=epochs * m, desc=progress, unit="ex", unit_scale=True,
                disable=progress is None, leave=False)  # fmt: skip
+    on_gpu = device is not None and _torch().device(device).type != "cpu"
     with bar, torch_threads(None if n_threads is None else int(n_threads)):
         for epoch in range(epochs):
             bar.set_postfix_str(f"epoch {epoch + 1}/{epochs}")  # once per epoch: cheap
             order = rows[rng.permutation(m)]
+            order_t = _torch().from_numpy(order.astype(np.int64)).to(device) if on_gpu else None
             for step in range(steps):
-                idx = order[step * batch_size : (step + 1) * batch_size]
+                cut = slice(step * batch_size, (step + 1) * batch_size)
+                idx = order[cut]
                 opt.zero_grad(set_to_none=True)
-                loss = batch_loss(idx)
+                loss = batch_loss(idx if order_t is None else order_t[cut])
                 loss.backward()
                 opt.step()
                 if after_step is not None:

@@ -215,7 +215,10 @@ def _fit_view(view: View, shared: _CrossFitInputs) -> np.ndarray:
     A pure function of ``view`` and ``shared`` (the executor contract).
     """
     assert shared.matrices is not None  # joint(shared): a stateless matrix per view
-    proba = cross_fit_proba(shared.matrices[view.name], shared.y, shared.fold_of, shared.n_classes)
+    # "auto": the run's device (spurious audit --device), else a GPU when there is one.
+    proba = cross_fit_proba(
+        shared.matrices[view.name], shared.y, shared.fold_of, shared.n_classes, device="auto"
+    )
     if proba is None:
         proba = np.zeros((len(shared.y), shared.n_classes))
         for k in np.unique(shared.fold_of):

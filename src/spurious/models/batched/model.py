@@ -21,6 +21,7 @@ from spurious.models.batched.preconditioner import _Preconditioner
 from spurious.models.batched.predict import _predict
 from spurious.models.batched.sparse import _SparseGroup, _SparseX, is_sparse, matmul
 from spurious.models.batched.start import SharedStart, _SharedStartMixin
+from spurious.models.runtime.hardware import resolve_device
 from spurious.models.runtime.threads import thread_map
 from spurious.utils.threads import kernel_threads, limit_threads
 from spurious.utils.validation import Interval, StrOptions, check_params
@@ -52,7 +53,8 @@ class BatchedLogisticRegression(_SharedStartMixin):
         ``||W||^2 / (2 C t)``, in the original weights and intercepts) is ``<= tol``:
         scikit-learn's stopping rule for ``solver="lbfgs"``.
     device : {"auto", "cpu", "cuda"}, default="auto"
-        ``"auto"`` is CUDA when ``torch.cuda.is_available()``.
+        ``"auto"``: the run's device (:func:`spurious.models.runtime.use_device`), else
+        CUDA when ``torch.cuda.is_available()``.
     dtype : {"float32", "bfloat16"}, default="float32"
         Precision of ``X`` and the GEMM operands during training (accumulation and the
         optimiser are float32/float64; predictions are float32). In bfloat16, ``tol``
@@ -469,15 +471,9 @@ class BatchedLogisticRegression(_SharedStartMixin):
         return {name: getattr(self, name) for name in self._parameter_constraints}
 
     def _device(self) -> str:
-        torch = _torch()
-        if self.device == "auto":
-            return "cuda" if torch.cuda.is_available() else "cpu"
-        if self.device == "cuda" and not torch.cuda.is_available():
-            raise ParameterError(
-                "The 'device' parameter of BatchedLogisticRegression is 'cuda' but torch "
-                "reports no CUDA device."
-            )
-        return self.device
+        # "auto": the run's device (use_device), else CUDA when there; "cuda" without a
+        # GPU: an error naming the parameter.
+        return resolve_device(self.device)
 
     def _threading(self, n: int, d: int, k: int, nnz: int | None = None) -> tuple[int, int]:
         """``(intra-op threads, group workers)`` for a problem of ``n`` rows, ``d``

@@ -8,7 +8,8 @@ a Hugging Face model, in one place (torch is imported only when a function runs)
   (:func:`thread_map`);
 - :mod:`~spurious.models.runtime.hardware`: device and autocast precision
   (:func:`resolve_device`, :func:`resolve_precision`, :func:`cpu_supports_bf16`,
-  :func:`inference_context`);
+  :func:`inference_context`; :func:`use_device`, the run's device, which every
+  ``device="auto"`` inside it resolves to);
 - :mod:`~spurious.models.runtime.loading`: which model (:func:`resolve_model`,
   :func:`default_model_path`) and quiet loading (:func:`quiet_transformers`);
 - :mod:`~spurious.models.runtime.batches`: the batched no-grad forward pass
@@ -26,10 +27,12 @@ from spurious.models.runtime.batches import (
 from spurious.models.runtime.hardware import (
     PRECISIONS,
     amp_context,
+    auto_device,
     cpu_supports_bf16,
     inference_context,
     resolve_device,
     resolve_precision,
+    use_device,
 )
 from spurious.models.runtime.loading import (
     MODEL_ALIASES,
@@ -49,6 +52,7 @@ __all__ = [
     "MODEL_ALIASES",
     "PRECISIONS",
     "amp_context",
+    "auto_device",
     "cpu_supports_bf16",
     "cpu_workers",
     "default_model_path",
@@ -64,4 +68,5 @@ __all__ = [
     "sorted_batches",
     "thread_map",
     "torch_threads",
+    "use_device",
 ]

@@ -13,6 +13,7 @@ import functools
 import logging
 import re
 from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Any
 
 from spurious.exceptions import ParameterError
@@ -23,11 +24,13 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "PRECISIONS",
     "amp_context",
+    "auto_device",
     "check_device",
     "cpu_supports_bf16",
     "inference_context",
     "resolve_device",
     "resolve_precision",
+    "use_device",
 ]
 
 #: Values of every ``precision`` parameter.
@@ -94,9 +97,58 @@ def check_device(device: object, what: str = "'device' parameter") -> str:
     return device
 
 
+#: The device of the run in progress (``spurious audit --device``): what ``"auto"``
+#: means inside :func:`use_device`. A context variable, so two runs in one process (or
+#: tests) do not see each other's; the local executor's worker threads run in a copy
+#: of the caller's context.
+_RUN_DEVICE: ContextVar[str | None] = ContextVar("spurious_run_device", default=None)
+
+
+@contextlib.contextmanager
+def use_device(device: str | None) -> Iterator[None]:
+    """Within the block, every ``device="auto"`` (the encoder, AFLite's classifiers, the
+    partial-input probes, the fast paths' MLPs) resolves to ``device``.
+
+    ``None`` or ``"auto"`` changes nothing: "auto" stays "CUDA when available". The
+    device is checked when the block is entered (a CUDA device without CUDA fails here,
+    before any work).
+
+    Examples
+    --------
+    >>> with use_device("cpu"):
+    ...     auto_device()
+    'cpu'
+    """
+    if device is None or device == "auto":
+        yield
+        return
+    # "cpu" needs no torch: a run of lexical features may have none installed.
+    token = _RUN_DEVICE.set("cpu" if device == "cpu" else resolve_device(device))
+    try:
+        yield
+    finally:
+        _RUN_DEVICE.reset(token)
+
+
+def auto_device() -> str:
+    """What ``"auto"`` means here and now: the device of :func:`use_device` when inside
+    one, else ``"cuda"`` when torch sees a GPU, else ``"cpu"``.
+
+    Examples
+    --------
+    >>> auto_device() in ("cpu", "cuda")
+    True
+    """
+    run = _RUN_DEVICE.get()
+    if run is not None:
+        return run
+    torch = import_torch("Models")
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def resolve_device(device: str) -> str:
-    """``"auto"`` -> ``"cuda"`` when available else ``"cpu"``; a CUDA device without CUDA
-    is an error naming the parameter.
+    """``"auto"`` -> :func:`auto_device` (``"cuda"`` when available else ``"cpu"``, or
+    the run's device); a CUDA device without CUDA is an error naming the parameter.
 
     Examples
     --------
@@ -106,7 +158,7 @@ def resolve_device(device: str) -> str:
     check_device(device)
     torch = import_torch("Transformer models", "encoder")
     if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
+        return auto_device()
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ParameterError(
             f"The 'device' parameter is {device!r} but CUDA is not available; use 'cpu' or 'auto'."
