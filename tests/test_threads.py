@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 
 import numpy as np
@@ -114,3 +115,27 @@ def test_probe_and_batched_model_leave_the_thread_setting_as_they_found_it(two_t
     # the fits ran on one thread ("probe", "small_fits") and put 2 back
     assert calls[0] == 1 and calls[-1] == 2
     assert torch.get_num_threads() == 2
+
+
+def test_the_load_of_other_jobs_leaves_out_this_process(monkeypatch):
+    # This process kept 2 cores busy for 10 minutes (an audit's previous step): the
+    # 1-minute load average says 2.0, all of it ours, so other jobs' load is ~0.
+    clock = {"wall": 1000.0, "cpu": 50.0}
+    monkeypatch.setattr(threads, "_clock", lambda: clock["wall"])
+    monkeypatch.setattr(threads, "_cpu_clock", lambda: clock["cpu"])
+    monkeypatch.setattr(threads, "_OWN", {"wall": 1000.0, "cpu": 50.0, "avg": 0.0})
+    monkeypatch.setattr(threads.os, "getloadavg", lambda: (2.0, 1.9, 1.5))
+    clock.update(wall=1600.0, cpu=50.0 + 2 * 600.0)
+    assert threads._own_load() == pytest.approx(2.0, abs=1e-3)
+    assert threads._load() == pytest.approx(0.0, abs=1e-3)
+    monkeypatch.setattr(threads, "_available_cores", lambda: 2)
+    assert kernel_threads("gemm") == min(2, torch.get_num_threads())
+    # Then idle for a minute while another job takes both cores: the own share decays
+    # as the kernel's average would (e^-1 of 2.0), the rest is the other job's.
+    clock.update(wall=1660.0)
+    monkeypatch.setattr(threads.os, "getloadavg", lambda: (2.0, 1.9, 1.5))
+    assert threads._own_load() == pytest.approx(2.0 * math.exp(-1.0), abs=1e-3)
+    assert threads._load() == pytest.approx(2.0 - 2.0 * math.exp(-1.0), abs=1e-3)
+    # Updates closer than half a second apart leave the average as it is.
+    clock.update(wall=1660.2, cpu=clock["cpu"] + 0.2)
+    assert threads._own_load() == pytest.approx(2.0 * math.exp(-1.0), abs=1e-3)

@@ -27,10 +27,11 @@ each other. Hence:
   trainings, and partial input's fold x condition fits when their row copies fit in
   memory together);
 - **one large GEMM** (a dense AFLite group above that threshold): **every thread torch
-  was given, as long as the machine has idle cores for them** (one more than the idle
-  cores, from the 1-minute load average), else one. On the busy machine above 2
-  threads took 2.2-2.9x the wall time of one, so there it gets one; idle cores are
-  where a split GEMM can gain (not measured here: every run above had a busy machine).
+  was given, as long as the machine has idle cores for them** (one more than the cores
+  other jobs leave idle: the 1-minute load average less this process' own share), else
+  one. On the busy machine above 2 threads took 2.2-2.9x the wall time of one, so there
+  it gets one; on a quiet 2-core machine 2 threads ran the 100k x 768 round in 0.59x
+  the wall time of one (3.6 vs 6.1 s, 2026-11-27).
 
 :func:`limit_threads` sets torch's intra-op threads and every BLAS / OpenMP pool
 (threadpoolctl) for a block and puts back what was set before, also when the block
@@ -45,6 +46,7 @@ import math
 import os
 import sys
 import threading
+import time
 from collections.abc import Iterator
 
 from spurious.exceptions import ParameterError
@@ -72,8 +74,8 @@ def kernel_threads(kernel: str) -> int:
 
     ``"idle"`` is torch's intra-op setting when torch is imported (an
     ``OMP_NUM_THREADS`` or ``torch.set_num_threads`` choice caps it), else the cores
-    this process may run on, and at most one more than the cores the 1-minute load
-    average leaves idle.
+    this process may run on, and at most one more than the cores other jobs leave idle
+    (the 1-minute load average less this process' own share).
 
     Examples
     --------
@@ -95,12 +97,39 @@ def kernel_threads(kernel: str) -> int:
     return max(1, int(choice))
 
 
+#: This process' own CPU use as the 1-minute load average counts it: an exponential
+#: moving average (time constant 60 s, the kernel's) of the cores it kept busy, brought
+#: up to date whenever a kernel asks for its threads.
+_clock, _cpu_clock = time.monotonic, time.process_time  # (replaced by the tests)
+_OWN = {"wall": _clock(), "cpu": _cpu_clock(), "avg": 0.0}
+_OWN_LOCK = threading.Lock()
+
+
+def _own_load() -> float:
+    """This process' share of the 1-minute load average (cores it kept busy, averaged
+    the way the kernel averages the load; the CPU use between two updates is taken as
+    even)."""
+    with _OWN_LOCK:
+        wall, cpu = _clock(), _cpu_clock()
+        dt = wall - _OWN["wall"]
+        if dt >= 0.5:  # a shorter interval's rate says little
+            decay = math.exp(-dt / 60.0)
+            rate = (cpu - _OWN["cpu"]) / dt
+            _OWN.update(wall=wall, cpu=cpu, avg=_OWN["avg"] * decay + rate * (1.0 - decay))
+        return _OWN["avg"]
+
+
 def _load() -> float:
-    """The 1-minute load average (0 where the platform has none)."""
+    """The load of other jobs: the 1-minute load average less this process' own share
+    (0 where the platform has none). Without the subtraction an audit's own previous
+    step (2 cores busy for minutes) left the next large GEMM one thread on a quiet
+    2-core machine, where two ran it in 0.59x the wall time (bench/bench_threads.py,
+    dense_gemm)."""
     try:
-        return float(os.getloadavg()[0])
+        total = float(os.getloadavg()[0])
     except (AttributeError, OSError):  # pragma: no cover  (Windows)
         return 0.0
+    return max(0.0, total - _own_load())
 
 
 @contextlib.contextmanager

@@ -132,6 +132,7 @@ def null_spearmans(
             "random_state": analysis.random_state,
             "progress": "cartography: null map" if shown else None,
             **(analysis.train_options or {}),
+            "record_logits": False,  # the null reads confidence only
         },
     }
     items = [(b, view) for b in draws for view in views]
