@@ -117,7 +117,8 @@ class Cartography(Detector):
     train_options : dict, optional
         More training settings passed to the dynamics maker (fast path: ``lr``,
         ``batch_size``, ``hidden_size``, ``weight_decay``, ``records_per_epoch``,
-        ``standardize``).
+        ``standardize``, ``device``; ``record_logits``, off by default: the maps read
+        ``p_gold`` only).
     dynamics_dir : str, optional
         Folder read when ``path="load"``, and only then (refused with another path).
     anti_biased_fraction : float, default=0.21
