@@ -409,9 +409,9 @@ class Cartography(Detector):
             config["epochs"] = self.epochs
         if path == "fast":
             config["features"] = self.features
-            # The maps read p_gold and correctness only. Per-row logit lists cost half of a
-            # recording's time and most of its frame (measured: 100k rows x 5 epochs, 6.9 s
-            # and 70 MiB with them, 3.4 s and 28 MiB without); train_options may ask.
+            # The maps read p_gold and correctness only. Per-row logit lists cost time and
+            # most of the frame (100k rows x 5 epochs: 4.8 s and 70 MiB with them, 4.0 s and
+            # 28 MiB without; bench/bench_fast_path_recording.py); train_options may ask.
             config.setdefault("record_logits", False)
             if self.held_out_folds is not None:
                 config["held_out_folds"] = self.held_out_folds
