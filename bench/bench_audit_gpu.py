@@ -53,26 +53,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 import bench_leakage_scale  # noqa: E402  (snli_like: the same SNLI-like rows)
 from bench_audit_scale import _steps  # noqa: E402  (a manifest's per-step numbers)
+from bench_finetune_gpu import Results  # noqa: E402  (the JSON, rewritten after each part)
 
 CLI = "import sys; from spurious.cli import main; sys.argv[0] = 'spurious'; main()"
-
-
-class Results:
-    """The JSON file, rewritten (atomically) after every part."""
-
-    def __init__(self, path: Path, header: dict[str, Any]) -> None:
-        self.path, self.data = path, {**header, "parts": {}}
-        self.write()
-
-    def put(self, part: str, payload: dict[str, Any]) -> None:
-        self.data["parts"][part] = payload
-        self.write()
-        print(f"[{part}] {json.dumps(payload, default=float)[:2000]}", flush=True)
-
-    def write(self) -> None:
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data, indent=2, default=float) + "\n")
-        tmp.replace(self.path)
 
 
 def _planted(n: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

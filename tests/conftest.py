@@ -75,6 +75,15 @@ def nli_split():
     return synth.dataset.split(0.3, random_state=0)
 
 
+@pytest.fixture(scope="session")
+def nli_jsonl(tmp_path_factory):
+    """150 planted-artifact NLI pairs (half carry the cue) as a JSONL file, for CLI runs."""
+    path = tmp_path_factory.mktemp("nli-jsonl") / "train.jsonl"
+    ds = make_nli_artifacts(n=150, artifact_rate=0.5, random_state=0).dataset
+    ds.frame[["id", "premise", "hypothesis", "label"]].to_json(path, orient="records", lines=True)
+    return path
+
+
 def make_tiny_bert(folder: Path, *, dropout: bool = True) -> str:
     """Save a 2-layer, 32-wide BERT classifier (3 labels) with the MiniLM tokenizer to
     ``folder``, randomly initialised with seed 0; ``dropout=False`` makes a training

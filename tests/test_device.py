@@ -19,7 +19,6 @@ from click.testing import CliRunner
 from scipy import sparse
 
 from spurious.cli import main
-from spurious.data.synthetic import make_nli_artifacts
 from spurious.exceptions import ParameterError
 from spurious.execution import LocalExecutor
 from spurious.execution import executor as executor_module
@@ -138,11 +137,8 @@ def test_fast_paths_follow_the_run_device(fake_gpu):
 
 
 @pytest.fixture(scope="module")
-def data_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("device-audit") / "train.jsonl"
-    ds = make_nli_artifacts(n=150, artifact_rate=0.5, random_state=0).dataset
-    ds.frame[["id", "premise", "hypothesis", "label"]].to_json(path, orient="records", lines=True)
-    return path
+def data_file(nli_jsonl):
+    return nli_jsonl
 
 
 def test_audit_device_cpu_reaches_every_step_and_is_recorded(data_file, tmp_path, fake_gpu):

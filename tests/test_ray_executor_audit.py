@@ -28,11 +28,8 @@ RAY = {"kind": "ray", "options": {"address": "head:6379"}}
 
 
 @pytest.fixture(scope="module")
-def data_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("ray-audit") / "train.jsonl"
-    ds = make_nli_artifacts(n=150, artifact_rate=0.5, random_state=0).dataset
-    ds.frame[["id", "premise", "hypothesis", "label"]].to_json(path, orient="records", lines=True)
-    return path
+def data_file(nli_jsonl):
+    return nli_jsonl
 
 
 def _audit(data_file, out, *extra):

@@ -30,8 +30,8 @@ each other. Hence:
   was given, as long as the machine has idle cores for them** (one more than the cores
   other jobs leave idle: the 1-minute load average less this process' own share), else
   one. On the busy machine above 2 threads took 2.2-2.9x the wall time of one, so there
-  it gets one; on a quiet 2-core machine 2 threads ran the 100k x 768 round in 0.59x
-  the wall time of one (3.6 vs 6.1 s, 2026-11-27).
+  it gets one; on a quiet 2-core machine 2 threads ran the 100k x 768 round in 0.6x
+  the wall time of one (3.38 vs 5.68 s, 2026-11-27; bench/results/threads.json).
 
 :func:`limit_threads` sets torch's intra-op threads and every BLAS / OpenMP pool
 (threadpoolctl) for a block and puts back what was set before, also when the block
