@@ -31,6 +31,7 @@ from spurious.features.encoder import (
     cpu_supports_bf16,
     default_model_path,
 )
+from spurious.models.runtime import length_buckets
 
 # The real datasets live in shared/data beside the repository.
 SNLI_DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "snli" / "dev.jsonl"
@@ -256,7 +257,7 @@ def test_worker_threads_match_serial_and_leave_torch_threads_alone(
 
 def test_batches_hold_one_length_and_a_fixed_row_count() -> None:
     lengths = np.array([5, 600, 12, 12, 40, 7, 12])
-    cpu = enc_mod._plan_batches(lengths, batch_size=2, on_cpu=True)
+    cpu = length_buckets(lengths, batch_size=2, on_cpu=True)
     # Longest first; one length per batch; rows per batch fixed per length (token cap:
     # 1024 // 600 = 1 row); the short last batch of length 12 still runs with 2 rows.
     assert [(b.tolist(), size) for b, size in cpu] == [
@@ -267,7 +268,7 @@ def test_batches_hold_one_length_and_a_fixed_row_count() -> None:
         ([5], 2),
         ([0], 2),
     ]
-    gpu = enc_mod._plan_batches(lengths, batch_size=2, on_cpu=False)
+    gpu = length_buckets(lengths, batch_size=2, on_cpu=False)
     assert [size for _, size in gpu] == [2] * 6
 
 

@@ -53,6 +53,7 @@ from spurious.execution import resolve_executor
 from spurious.features.base import Featurizer
 from spurious.features.cache import TextEmbeddingStore, text_digests
 from spurious.features.distributed import encode_on
+from spurious.features.pair_features import pair_features
 from spurious.models.runtime import (
     CPU_TOKENS_PER_BATCH,
     MODEL_ALIASES,
@@ -67,7 +68,6 @@ from spurious.models.runtime import (
     resolve_model,
     resolve_precision,
 )
-from spurious.models.runtime.batches import rows_per_bucket_batch
 from spurious.utils.io import read_json
 from spurious.views import View
 
@@ -89,18 +89,8 @@ _POOLING_MODES: tuple[str, ...] = ("mean", "cls", "max", "mean_sqrt_len")
 #: Part of every cache key; bump when the embedding computation changes.
 #: 2: fixed length buckets (a text's vector no longer depends on its batch).
 _ENCODER_VERSION = 2
-#: Padded tokens per CPU batch (see :func:`~spurious.models.runtime.length_buckets`).
-_CPU_TOKENS_PER_BATCH = CPU_TOKENS_PER_BATCH
 #: At most this many CPU worker threads (one intra-op thread each).
 _MAX_CPU_WORKERS = 32
-
-# The names these had when they lived here (kept for code written against them; the
-# transformer runtime shared with fine-tuning is :mod:`spurious.models.runtime`).
-_resolve_model = resolve_model
-_resolve_device = resolve_device
-_resolve_precision = resolve_precision
-_rows_per_batch = rows_per_bucket_batch
-_plan_batches = length_buckets
 
 
 # -- pooling ------------------------------------------------------------------------
@@ -296,7 +286,7 @@ class SentenceEncoder:
         rule: dict[str, Any] = {"device": device, "batch_size": self.batch_size}
         if device == "cpu":
             _, threads = self._cpu_workers()
-            rule.update(tokens_per_batch=_CPU_TOKENS_PER_BATCH, intra_op_threads=threads)
+            rule.update(tokens_per_batch=CPU_TOKENS_PER_BATCH, intra_op_threads=threads)
         return rule
 
     def for_worker(self) -> SentenceEncoder:
@@ -546,6 +536,15 @@ class EncoderFeaturizer(Featurizer):
         The result is bit-identical to encoding ``texts`` alone: a text's vector does not
         depend on the texts it is encoded with (see the module docstring).
         """
+        vectors, rows = self.embedding_table(texts, progress=progress, what=what)
+        return vectors[rows]
+
+    def embedding_table(
+        self, texts: Sequence[str], *, progress: bool = False, what: str = "texts"
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(vectors, inverse)``: one embedding per distinct text of ``texts`` (a repeated
+        premise is held once) and each text's row in it; ``vectors[inverse]`` is
+        :meth:`embed_texts`."""
         enc = self._encoder()
         texts = list(texts)
         position: dict[str, int] = {}
@@ -564,7 +563,7 @@ class EncoderFeaturizer(Featurizer):
             vectors = np.empty((len(unique), cached.shape[1]), dtype=np.float32)
             vectors[found] = cached
             logger.debug("%d %s: all %d distinct texts from cache", len(texts), what, len(unique))
-            return vectors[inverse]
+            return vectors, inverse
         t0 = time.perf_counter()
         executor, owned = resolve_executor(self.executor)
         try:
@@ -587,13 +586,14 @@ class EncoderFeaturizer(Featurizer):
         vectors[missing] = new
         if found.any():
             vectors[found] = cached
-        return vectors[inverse]
+        return vectors, inverse
 
     def _transform(self, dataset: Dataset, view: View, *, progress: bool) -> np.ndarray:
+        if len(view.fields) == 2 and self.pair_features:
+            tables = [
+                self.embedding_table(dataset.texts(f), progress=progress, what=f)
+                for f in view.fields
+            ]
+            return pair_features(*tables[0], *tables[1])
         blocks = [self.field_embeddings(dataset, f, progress=progress) for f in view.fields]
-        if len(blocks) == 1:
-            return blocks[0]
-        if len(blocks) == 2 and self.pair_features:
-            u, v = blocks
-            return np.hstack([u, v, np.abs(u - v), u * v]).astype(np.float32, copy=False)
-        return np.hstack(blocks).astype(np.float32, copy=False)
+        return blocks[0] if len(blocks) == 1 else np.hstack(blocks).astype(np.float32, copy=False)

@@ -49,6 +49,7 @@ from spurious.exceptions import ParameterError
 from spurious.models.runtime.hardware import check_device, resolve_device
 from spurious.models.runtime.threads import import_torch
 from spurious.models.torch_loop import RowFeeder, seeded_mlp, train_loop, zscore
+from spurious.utils.matrix import all_finite
 
 logger = logging.getLogger(__name__)
 
@@ -134,7 +135,7 @@ def _check_matrix(X: Any, what: str, *, allow_sparse: bool = True) -> Any:
     arr = np.asarray(X, dtype=np.float32)
     if arr.ndim != 2:
         raise ParameterError(f"The {what!r} argument must be a 2-D matrix; got shape {arr.shape}.")
-    if not np.isfinite(arr).all():
+    if not all_finite(arr):
         raise ParameterError(f"The {what!r} argument holds NaN or infinite values.")
     return arr
 

@@ -37,10 +37,16 @@ def _torch() -> Any:
     return import_torch("Models on frozen features (the fast paths)")
 
 
-def zscore(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def zscore(X: np.ndarray, block: int = 4096) -> tuple[np.ndarray, np.ndarray]:
     """``(mean, std)`` of the columns of a dense ``X``, a std under 1e-8 set to 1
     (constant columns carry nothing; this avoids dividing by 0). Scale with
     ``(X - mean) / std``.
+
+    The sums run over ``block`` rows at a time into float64 accumulators (as fast as
+    ``X.std(axis=0)`` at 100k x 1536, and more exact than its float32 sums) and the
+    moments come back in ``X``'s float dtype: ``X.std(axis=0)`` makes a centred copy of
+    all of ``X`` (3.4 GB at 550k x 1536, two at once when two trainings start side by
+    side in the audit).
 
     Examples
     --------
@@ -48,8 +54,20 @@ def zscore(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     >>> mean.tolist(), std.tolist()
     ([2.0, 5.0], [1.0, 1.0])
     """
-    mean = X.mean(axis=0)
-    std = X.std(axis=0)
+    n = X.shape[0]
+    dtype = X.dtype if np.issubdtype(X.dtype, np.floating) else np.dtype(np.float64)
+    if n == 0:
+        raise ValueError("zscore needs at least one row; got an empty matrix.")
+    total = np.zeros(X.shape[1], dtype=np.float64)
+    for start in range(0, n, block):
+        total += X[start : start + block].sum(axis=0, dtype=np.float64)
+    mean = (total / n).astype(dtype)
+    squares = np.zeros_like(total)
+    for start in range(0, n, block):  # two passes: no cancellation in E[x^2] - E[x]^2
+        diff = np.subtract(X[start : start + block], mean, dtype=dtype)
+        np.multiply(diff, diff, out=diff)
+        squares += diff.sum(axis=0, dtype=np.float64)
+    std = np.sqrt(squares / n).astype(dtype)
     std[std < 1e-8] = 1.0
     return mean, std
 

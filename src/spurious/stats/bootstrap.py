@@ -78,10 +78,12 @@ def bootstrap_interval(
     return estimate, float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
-#: Most resampled values held at once (resamples x examples): 50M, ~400 MB of float64
-#: (plus as many indices). A bootstrap of 1,000 resamples of 1M examples would otherwise
-#: hold 8 GB; below this size everything is drawn in one batch, as before.
-_MAX_RESAMPLED = 50_000_000
+#: Most resampled values held at once (resamples x examples): 10M. scipy holds the
+#: indices, the resampled arrays and the statistic's temporaries of a batch: at 50M values
+#: a bootstrap of 100k examples peaked 1.1 GiB above its input, at 10M 0.22 GiB, the
+#: same interval 1.7x faster (cache-sized batches). Below this size everything is drawn
+#: in one batch, as before.
+_MAX_RESAMPLED = 10_000_000
 
 
 def _batch(n_resamples: int, n: int) -> int | None:
@@ -90,7 +92,7 @@ def _batch(n_resamples: int, n: int) -> int | None:
     Examples
     --------
     >>> _batch(1000, 10_000) is None, _batch(1000, 1_000_000), _batch(10, 10**9)
-    (True, 50, 1)
+    (True, 10, 1)
     """
     if n_resamples * n <= _MAX_RESAMPLED:
         return None

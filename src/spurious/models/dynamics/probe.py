@@ -30,6 +30,7 @@ from spurious.models.torch_loop import (
     train_loop,
     zscore,
 )
+from spurious.utils.matrix import all_finite
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ def _check_matrix(X: Any, what: str) -> Any:
     arr = np.asarray(X, dtype=np.float32)
     if arr.ndim != 2:
         raise ParameterError(f"The {what!r} argument must be a 2-D matrix; got shape {arr.shape}.")
-    if not np.isfinite(arr).all():
+    if not all_finite(arr):
         raise ParameterError(f"The {what!r} argument holds NaN or infinite values.")
     return arr
 
