@@ -98,6 +98,22 @@ def _steps(manifest: dict[str, Any]) -> dict[str, dict[str, float]]:
     return steps
 
 
+def process_peak(row: dict[str, Any]) -> dict[str, float]:
+    """The process' peak RSS: the largest of the steps' peaks and ``/usr/bin/time``'s.
+
+    ``/usr/bin/time`` reports the kernel's RSS high-water mark at exit, which the per-step
+    meter (``SPURIOUS_PEAK_RSS=1``) resets at the start of every step: on its own it is
+    the peak of the last steps only (runs before this fix recorded that; 8.07 GiB where a
+    step had reached 9.49)."""
+    peaks = [s["peak_rss_gib"] for s in row.get("steps", {}).values() if "peak_rss_gib" in s]
+    if "peak_rss_gib" not in row or not peaks:
+        return {}
+    return {
+        "time_max_rss_gib": row["peak_rss_gib"],
+        "peak_rss_gib": max([*peaks, row["peak_rss_gib"]]),
+    }
+
+
 def run_size(n: int, profile: str, cold: bool, timeout: float, extra: list[str]) -> dict[str, Any]:
     data, distinct = _data_file(n)
     row = run_audit(data, f"{profile}_{n}", profile, cold, timeout, extra)
@@ -139,6 +155,7 @@ def run_audit(
         row["skipped"] = m.get("skipped", {})
         row["warnings"] = m.get("warnings", [])
         row["steps"] = _steps(m)
+        row.update(process_peak(row))
     if proc.returncode not in (0, 1):  # 1 = a finding at --fail-on; anything else failed
         row["stderr_tail"] = proc.stderr[-2000:]
     return row
