@@ -133,3 +133,31 @@ def test_hessian_sample_in_chunks_fits_the_same_classifiers(monkeypatch, precond
     assert (whole == chunked).mean() > 0.995
     if theta_whole is not None:
         np.testing.assert_allclose(model.coef_, theta_whole, atol=1e-3)
+
+
+def test_reading_an_input_allocates_its_size_not_the_limit(tmp_path):
+    from spurious.utils.io import read_input_bytes
+
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(b'{"a": 1}\n' * 1000)
+    data, peak = _peak_bytes(lambda: read_input_bytes(path, what="DATA"))
+    assert data == path.read_bytes()
+    assert peak < 1_000_000, peak  # read(limit + 1) allocated the 4 GiB limit up front
+
+
+def test_an_input_that_grew_past_the_limit_is_refused(tmp_path, monkeypatch):
+    import os
+
+    from spurious.exceptions import DataFormatError
+    from spurious.utils import io as sio
+
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(b"x" * 100)
+    real_fstat = os.fstat
+    # The size seen when reading starts is smaller than what is read (the file grew).
+    monkeypatch.setattr(
+        sio.os, "fstat", lambda fd: os.stat_result((*real_fstat(fd)[:6], 10, *real_fstat(fd)[7:]))
+    )
+    assert sio.read_input_bytes(path, what="DATA", max_bytes=200) == b"x" * 100
+    with pytest.raises(DataFormatError):
+        sio.read_input_bytes(path, what="DATA", max_bytes=50)

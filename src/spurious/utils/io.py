@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import json
 import math
 import os
@@ -469,7 +470,16 @@ def read_input_bytes(
 
     limit = max_input_bytes(kind) if max_bytes is None else int(max_bytes)
     with open_input(path, what=what, kind=kind, max_bytes=limit) as fh:
-        data = fh.read(limit + 1)
+        # read(n) allocates n bytes first: read(limit + 1) asked for 4 GiB for every input
+        # (harmless under Linux's default overcommit, fatal under `ulimit -v`). Read what
+        # the file holds, then (only if it grew since) the rest up to the limit.
+        try:
+            size = os.fstat(fh.fileno()).st_size
+        except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+            size = limit
+        data = fh.read(min(size, limit) + 1)
+        if limit >= len(data) > size:
+            data += fh.read(limit + 1 - len(data))
     if len(data) > limit:  # it grew after the check
         raise DataFormatError(_too_large(Path(path), what, len(data), limit))
     return data
