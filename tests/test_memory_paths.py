@@ -161,3 +161,15 @@ def test_an_input_that_grew_past_the_limit_is_refused(tmp_path, monkeypatch):
     assert sio.read_input_bytes(path, what="DATA", max_bytes=200) == b"x" * 100
     with pytest.raises(DataFormatError):
         sio.read_input_bytes(path, what="DATA", max_bytes=50)
+
+
+def test_bootstrap_holds_a_bounded_batch(monkeypatch):
+    """1,000 resamples of 30k examples: numpy allocated 480 MB drawn in one batch (a cap
+    of 50M values), 240 MB in batches of at most 10M values (the default now)."""
+    x = np.random.default_rng(5).normal(size=30_000)
+    mean = lambda v, axis=-1: v.mean(axis=axis)  # noqa: E731
+    batched, peak = _peak_bytes(bootstrap.bootstrap_interval, mean, [x])
+    monkeypatch.setattr(bootstrap, "_MAX_RESAMPLED", 50_000_000)
+    whole, peak_whole = _peak_bytes(bootstrap.bootstrap_interval, mean, [x])
+    assert batched == whole
+    assert peak < 300e6 < peak_whole, (peak, peak_whole)

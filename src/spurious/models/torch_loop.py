@@ -42,11 +42,11 @@ def zscore(X: np.ndarray, block: int = 4096) -> tuple[np.ndarray, np.ndarray]:
     (constant columns carry nothing; this avoids dividing by 0). Scale with
     ``(X - mean) / std``.
 
-    The sums run over ``block`` rows at a time into float64 accumulators (as fast as
-    ``X.std(axis=0)`` at 100k x 1536, and more exact than its float32 sums) and the
-    moments come back in ``X``'s float dtype: ``X.std(axis=0)`` makes a centred copy of
-    all of ``X`` (3.4 GB at 550k x 1536, two at once when two trainings start side by
-    side in the audit).
+    The sums run over ``block`` rows at a time into float64 accumulators (more exact
+    than numpy's float32 sums) and the moments come back in ``X``'s float dtype:
+    ``X.std(axis=0)`` makes a centred copy of all of ``X`` (3.4 GB at 550k x 1536, two
+    at once when two trainings start side by side in the audit; the bound is checked in
+    tests/test_memory_paths.py).
 
     Examples
     --------

@@ -80,9 +80,9 @@ def bootstrap_interval(
 
 #: Most resampled values held at once (resamples x examples): 10M. scipy holds the
 #: indices, the resampled arrays and the statistic's temporaries of a batch: 1,000
-#: resamples of the mean of 100k examples raised the peak RSS by 1.1 GiB at 50M values,
-#: by 0.22 GiB at 10M (one run each), with the same interval (batches draw the same
-#: random stream; tests/test_memory_paths.py). Below this size all in one batch.
+#: resamples of 30k examples allocate 480 MB in one batch, 240 MB in batches of 10M
+#: values, with the same interval (batches draw the same random stream;
+#: tests/test_memory_paths.py). Below this size all in one batch.
 _MAX_RESAMPLED = 10_000_000
 
 
