@@ -98,6 +98,20 @@ def _steps(manifest: dict[str, Any]) -> dict[str, dict[str, float]]:
     return steps
 
 
+def finished_steps(out: Path) -> dict[str, dict[str, float]]:
+    """Seconds (and peak RSS) of each analysis a run cut short had finished, from their
+    ``result.json``: the manifest records its timings only at the end."""
+    steps: dict[str, dict[str, float]] = {}
+    for result in sorted(out.glob("*/result.json")):
+        timings = json.loads(result.read_text()).get("provenance", {}).get("timings", {})
+        steps[result.parent.name] = {
+            ("wall_s" if k == "total_s" else k): v
+            for k, v in timings.items()
+            if k in ("total_s", "cpu_s", "peak_rss_gib", "shared_artifacts_s")
+        }
+    return steps
+
+
 def process_peak(row: dict[str, Any]) -> dict[str, float]:
     """The process' peak RSS: the largest of the steps' peaks and ``/usr/bin/time``'s.
 
@@ -143,8 +157,8 @@ def run_audit(
             ["/usr/bin/time", "-v", *cmd], env=env, capture_output=True, text=True,
             timeout=timeout,
         )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        return {"timed_out": True, "limit_s": timeout}
+    except subprocess.TimeoutExpired:  # keep what the finished analyses recorded
+        return {"timed_out": True, "limit_s": timeout, "steps": finished_steps(out)}
     row: dict[str, Any] = {"command": " ".join(cmd), "exit_code": proc.returncode}
     row.update(_parse_time(proc.stderr))
     row["wall_s"] = row.get("wall_s", round(time.perf_counter() - start, 2))
@@ -204,6 +218,8 @@ def main() -> int:
         print(f"audit --{args.profile} on {n:,} SNLI-like pairs ...", flush=True)
         row = run_size(n, args.profile, args.cold, args.timeout, args.extra)
         row.update(cold_cache=args.cold, extra=args.extra, load_avg_end=os.getloadavg())
+        row.update(code=_code_version(), bench_command="python bench/bench_audit_scale.py "
+                   + " ".join(sys.argv[1:]))  # fmt: skip
         runs[str(n)] = row
         print(
             f"  wall {row.get('wall_s')} s, CPU {row.get('user_s', 0) + row.get('sys_s', 0):.0f} s, "
@@ -238,6 +254,7 @@ def _run_file(results: dict[str, Any], args: argparse.Namespace) -> int:
         row = run_audit(args.data, key, args.profile, case == "cold", args.timeout, args.extra)
         row.update(load_avg_start=load_start, load_avg_end=os.getloadavg())
         row["code"] = _code_version()
+        row["bench_command"] = "python bench/bench_audit_scale.py " + " ".join(sys.argv[1:])
         rows[case] = row
         print(f"  wall {row.get('wall_s')} s, peak {row.get('peak_rss_gib')} GiB", flush=True)
         _save(results, args)
@@ -249,8 +266,10 @@ def _save(results: dict[str, Any], args: argparse.Namespace) -> None:
         p: growth([r for _, r in sorted(v.items(), key=lambda kv: int(kv[0]))])
         for p, v in results["runs"].items()
     }
+    command = "python bench/bench_audit_scale.py " + " ".join(sys.argv[1:])
+    if args.data is None:  # a file's rows record their own command (bench_command)
+        results["command"] = command
     results.update(
-        command="python bench/bench_audit_scale.py " + " ".join(sys.argv[1:]),
         machine={"cpus": os.cpu_count(), "python": sys.version.split()[0]},
         data="SNLI-like: real SNLI dev+test sentences resampled into new premise groups "
         "(no SNLI training split offline)",

@@ -329,6 +329,33 @@ def test_pair_features_blocks(tmp_path: Path, counting: _CountingEncode) -> None
     np.testing.assert_array_equal(concat, np.hstack([u, v]))
 
 
+def test_run_shares_one_field_views_with_the_full_matrix(
+    tmp_path: Path, counting: _CountingEncode
+) -> None:
+    from spurious.context import RunContext
+    from spurious.detectors.aflite.algorithm import features_fingerprint
+    from spurious.utils.hashing import array_digest
+
+    ds = _nli([f"premise {i}" for i in range(6)], [f"hypothesis {i % 4}" for i in range(6)])
+    feat = EncoderFeaturizer(cache_dir=tmp_path)
+    first = RunContext(ds).features(feat, "hypothesis_only")  # no full matrix yet: its own
+    ctx = RunContext(ds)
+    full = ctx.features(feat, "full")
+    for view, cols in (("premise_only", slice(0, DIM)), ("hypothesis_only", slice(DIM, 2 * DIM))):
+        X = ctx.features(feat, view)
+        assert np.shares_memory(X, full) and X.shape == (6, DIM)
+        np.testing.assert_array_equal(X, full[:, cols])
+        np.testing.assert_array_equal(X, feat.transform(ds, view))  # the same values
+        # Digests of the strided view are those of its contiguous copy.
+        assert array_digest(X) == array_digest(X.copy())
+        assert features_fingerprint(X) == features_fingerprint(X.copy())
+    assert not np.shares_memory(first, full)
+    np.testing.assert_array_equal(first, ctx.features(feat, "hypothesis_only"))
+    # Without pair features the full view is [u, v] from another featurizer: not shared.
+    concat = EncoderFeaturizer(pair_features=False, cache_dir=tmp_path)
+    assert not np.shares_memory(ctx.features(concat, "hypothesis_only"), full)
+
+
 def test_cache_hit_avoids_reencoding(tmp_path: Path, counting: _CountingEncode) -> None:
     ds = _nli(["p one", "p one", "p two"], ["h one", "h two", "h three"])
     feat = EncoderFeaturizer(cache_dir=tmp_path)

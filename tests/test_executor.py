@@ -21,6 +21,12 @@ def _square_plus(item, shared):
     return item * item + shared["offset"]
 
 
+def _pinned_device(item, shared):
+    from spurious.models.runtime import run_device
+
+    return run_device()
+
+
 def test_local_executor_keeps_order_and_passes_shared():
     ex = LocalExecutor()
     assert ex.map(_square_plus, [3, 1, 2], shared=ex.put({"offset": 1})) == [10, 2, 5]
@@ -112,8 +118,25 @@ def test_ray_executor_matches_local(ray_cluster):
     a = AFLite(**kw).run(train, ev)
     b = AFLite(**kw, executor=ex).run(train, ev)
     pd.testing.assert_frame_equal(a.scores, b.scores)
+    # The run's device reaches the worker processes (a local map's threads get it from
+    # the copied context; a Ray task from carry_to_workers).
+    from spurious.models.runtime import use_device
+
+    assert ex.map(_pinned_device, [0, 1]) == [None, None]
+    with use_device("cpu"):
+        assert ex.map(_pinned_device, [0, 1]) == ["cpu", "cpu"]
     ex.close()  # did not start Ray: leaves the caller's cluster running
     assert ray_cluster.is_initialized()
+
+
+def test_remote_calls_run_inside_the_carried_contexts():
+    from spurious.execution import executor as executor_module
+    from spurious.models.runtime import run_device, use_device
+
+    assert (run_device, use_device) in executor_module._CARRIED  # registered on import
+    assert executor_module._apply(_pinned_device, 0, None) is None
+    assert executor_module._apply(_pinned_device, 0, None, [(use_device, "cpu")]) == "cpu"
+    assert run_device() is None  # left again after the call
 
 
 def test_local_executor_side_by_side_runs_calls_at_once_in_order(monkeypatch):

@@ -173,3 +173,17 @@ def test_bootstrap_holds_a_bounded_batch(monkeypatch):
     whole, peak_whole = _peak_bytes(bootstrap.bootstrap_interval, mean, [x])
     assert batched == whole
     assert peak < 300e6 < peak_whole, (peak, peak_whole)
+
+
+def test_digests_of_a_strided_view_equal_those_of_its_copy_without_copying_it_whole():
+    from spurious.utils.hashing import array_digest, c_order_chunks
+
+    X = np.random.default_rng(0).normal(size=(5000, 64)).astype(np.float32)
+    view = X[:, 16:48]  # a column block: not C-contiguous
+    assert array_digest(view) == array_digest(np.ascontiguousarray(view))
+    assert array_digest(X) == array_digest(X.copy())
+    chunks = list(c_order_chunks(view, chunk_bytes=4096))
+    assert len(chunks) == -(-5000 // 32)  # 32 rows of 128 bytes a chunk
+    assert max(c.nbytes for c in chunks) <= 4096
+    assert b"".join(chunks) == np.ascontiguousarray(view).tobytes()
+    assert [c.nbytes for c in c_order_chunks(X)] == [X.nbytes]  # contiguous: its own buffer

@@ -201,7 +201,7 @@ class RunContext:
         datasets' fingerprints).
         """
         provider = ARTIFACTS.get(kind)
-        key = f"{kind}:{stable_hash({'config': config, 'data': self.fingerprints()})}"
+        key = self._artifact_key(kind, config)
         if key not in self._memo:
             start = time.perf_counter()
             self._building += 1
@@ -216,6 +216,24 @@ class RunContext:
             if self._building:
                 self.nested_timings.add(name)
         return self._memo[key]
+
+    def built(self, kind: str, **config: Any) -> Any:
+        """The artifact of ``kind`` with ``config`` if it was built already, else ``None``
+        (never builds it): for a provider that can derive its artifact from another
+        one more cheaply than building it, e.g. a one-field view's sentence embeddings
+        as columns of the two-field view's matrix (``spurious.artifacts.features``).
+
+        Examples
+        --------
+        >>> from spurious.data.synthetic import make_nli_artifacts
+        >>> ctx = RunContext(make_nli_artifacts(n=40, random_state=0).dataset)
+        >>> ctx.built("heuristics", names=["hypothesis_length"], params={}) is None
+        True
+        """
+        return self._memo.get(self._artifact_key(kind, config))
+
+    def _artifact_key(self, kind: str, config: dict[str, Any]) -> str:
+        return f"{kind}:{stable_hash({'config': config, 'data': self.fingerprints()})}"
 
     def features(self, features: Any, view: str, *, split: str = "train") -> Any:
         """Feature matrix of ``split`` seen through ``view``.

@@ -23,7 +23,38 @@ def fitted_featurizer(ctx: RunContext, *, featurizer: str, view: str) -> Any:
 
 
 def features(ctx: RunContext, *, featurizer: str, view: str, split: str) -> Any:
-    """The matrix of ``split`` seen through ``view`` (see :meth:`RunContext.features`)."""
+    """The matrix of ``split`` seen through ``view`` (see :meth:`RunContext.features`).
+
+    A one-field view of a sentence encoder with pair features is the field's block of
+    the two-field view's ``[u, v, |u - v|, u * v]`` when that matrix was built already:
+    the same values, as a view of its columns rather than a copy (550k NLI pairs: the
+    premise-only and hypothesis-only matrices are 0.84 GB each beside the full view's
+    3.4 GB).
+    """
     feat = ctx.artifact("fitted_featurizer", featurizer=featurizer, view=view)
+    block = _block_of_pair_view(ctx, feat, featurizer=featurizer, view=view, split=split)
+    if block is not None:
+        return block
     # Shared between analyses: the conformance suite checks that none modifies its inputs.
     return feat.transform(ctx.split(split), view, progress=ctx.progress)
+
+
+def _block_of_pair_view(
+    ctx: RunContext, feat: Any, *, featurizer: str, view: str, split: str
+) -> Any:
+    """The columns of a built two-field matrix that hold ``view``'s one field, or None."""
+    from spurious.features.encoder import EncoderFeaturizer
+    from spurious.views import get_view
+
+    if not (isinstance(feat, EncoderFeaturizer) and feat.pair_features):
+        return None
+    task = ctx.split(split).task
+    one, full = get_view(task, view), get_view(task, "full")
+    if len(one.fields) != 1 or len(full.fields) != 2 or one.fields[0] not in full.fields:
+        return None
+    X = ctx.built("features", featurizer=featurizer, view=full.name, split=split)
+    if X is None or X.ndim != 2 or X.shape[1] % 4:
+        return None
+    d = X.shape[1] // 4  # [u, v, |u - v|, u * v], u and v in the full view's field order
+    start = full.fields.index(one.fields[0]) * d
+    return X[:, start : start + d]

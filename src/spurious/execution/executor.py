@@ -21,6 +21,7 @@ import logging
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, ExitStack
 from typing import Any
 
 from spurious.exceptions import ParameterError, missing_dependency
@@ -33,6 +34,7 @@ __all__ = [
     "LocalExecutor",
     "RayExecutor",
     "available_cores",
+    "carry_to_workers",
     "check_ray_address",
     "executor_config",
     "make_executor",
@@ -172,10 +174,44 @@ def _import_ray():
     return ray
 
 
-def _apply(fn: Callable[..., Any], item: Any, shared: Any) -> Any:
+#: ``(capture, enter)`` pairs registered with :func:`carry_to_workers`.
+_CARRIED: list[tuple[Callable[[], Any], Callable[[Any], AbstractContextManager[Any]]]] = []
+
+
+def carry_to_workers(
+    capture: Callable[[], Any], enter: Callable[[Any], AbstractContextManager[Any]]
+) -> None:
+    """Carry a piece of the caller's context into every remote call.
+
+    A local map runs each call in a copy of the caller's :mod:`contextvars` context; a
+    Ray task runs in another process, where none of it exists. For each registered pair
+    :meth:`RayExecutor.map` calls ``capture()`` in the caller and runs the task inside
+    ``enter(value)``. Both must be importable module-level functions (Ray ships them by
+    reference) and the value picklable. The run's device is carried this way
+    (:func:`spurious.models.runtime.use_device`), so ``--device cpu`` holds on the
+    workers too and ``--device cuda`` fails there, naming the device, where a worker
+    sees no GPU, instead of falling back to the CPU in silence.
+
+    Examples
+    --------
+    >>> from spurious.models.runtime import run_device, use_device
+    >>> carry_to_workers(run_device, use_device)  # done on import already: a no-op
+    >>> sum(pair == (run_device, use_device) for pair in _CARRIED)
+    1
+    """
+    if (capture, enter) not in _CARRIED:
+        _CARRIED.append((capture, enter))
+
+
+def _apply(
+    fn: Callable[..., Any], item: Any, shared: Any, carried: Sequence[tuple[Any, Any]] = ()
+) -> Any:
     # Ray resolves an ObjectRef passed as a top-level argument before the call, so
     # ``shared`` arrives here as the object itself (zero-copy for numpy arrays).
-    return fn(item, shared)
+    with ExitStack() as stack:
+        for enter, value in carried:
+            stack.enter_context(enter(value))
+        return fn(item, shared)
 
 
 class RayExecutor(Executor):
@@ -262,7 +298,8 @@ class RayExecutor(Executor):
         if shared is not None and not isinstance(shared, ray.ObjectRef):
             # Put once per map rather than once per task.
             shared = ray.put(shared)
-        refs = [self._remote.remote(fn, item, shared) for item in items]
+        carried = [(enter, capture()) for capture, enter in _CARRIED]
+        refs = [self._remote.remote(fn, item, shared, carried) for item in items]
         return ray.get(refs)
 
     @property

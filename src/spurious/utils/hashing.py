@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -46,4 +47,35 @@ def array_digest(array: Any, size: int = 16) -> str:
     >>> array_digest(np.asfortranarray(np.eye(2))) == array_digest(np.eye(2))  # C order
     True
     """
-    return hashlib.blake2b(np.ascontiguousarray(array).data, digest_size=size).hexdigest()
+    h = hashlib.blake2b(digest_size=size)
+    for chunk in c_order_chunks(array):
+        h.update(chunk)
+    return h.hexdigest()
+
+
+#: Bytes of a non-contiguous array made contiguous at a time by :func:`c_order_chunks`.
+_CHUNK_BYTES = 64 * 2**20
+
+
+def c_order_chunks(array: Any, chunk_bytes: int = _CHUNK_BYTES) -> Iterator[memoryview]:
+    """An array's C-order bytes as consecutive buffers: the array's own buffer when it is
+    C-contiguous, else blocks of its leading axis copied ``chunk_bytes`` at a time.
+
+    Hashing the chunks one after another gives the digest of the whole buffer without
+    a contiguous copy of all of it (a column block of a feature matrix is a strided
+    view: 0.84 GB to copy at 550k x 384).
+
+    Examples
+    --------
+    >>> a = np.arange(12, dtype=np.int64).reshape(3, 4)
+    >>> b"".join(c_order_chunks(a[:, :2], chunk_bytes=16)) == a[:, :2].copy().tobytes()
+    True
+    """
+    array = np.asarray(array)
+    if array.flags.c_contiguous or array.ndim == 0:
+        yield np.ascontiguousarray(array).data
+        return
+    row_bytes = max(1, array[:1].nbytes)
+    rows = max(1, chunk_bytes // row_bytes)
+    for start in range(0, array.shape[0], rows):
+        yield np.ascontiguousarray(array[start : start + rows]).data

@@ -95,6 +95,7 @@ import scipy.sparse as sp
 from spurious.exceptions import AnalysisError, ParameterError
 from spurious.execution import Executor
 from spurious.models.partition import PartitionModel, SklearnPartitionModel
+from spurious.utils.hashing import c_order_chunks
 from spurious.utils.validation import Interval, RealNotInt
 
 logger = logging.getLogger(__name__)
@@ -310,9 +311,10 @@ def features_fingerprint(X: Any) -> str:
         for part in (X.data, X.indices, X.indptr):
             h.update(np.ascontiguousarray(part).data)
     else:
-        X = np.ascontiguousarray(X)
+        X = np.asarray(X)
         h.update(f"dense{X.shape}{X.dtype}".encode())
-        h.update(X.data)
+        for chunk in c_order_chunks(X):  # a strided view is not copied whole
+            h.update(chunk)
     return h.hexdigest()
 
 

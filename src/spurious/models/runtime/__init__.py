@@ -32,6 +32,7 @@ from spurious.models.runtime.hardware import (
     inference_context,
     resolve_device,
     resolve_precision,
+    run_device,
     use_device,
 )
 from spurious.models.runtime.loading import (
@@ -65,6 +66,7 @@ __all__ = [
     "resolve_device",
     "resolve_model",
     "resolve_precision",
+    "run_device",
     "sorted_batches",
     "thread_map",
     "torch_threads",

@@ -17,6 +17,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from spurious.exceptions import ParameterError
+from spurious.execution.executor import carry_to_workers
 from spurious.models.runtime.threads import import_torch
 
 logger = logging.getLogger(__name__)
@@ -30,6 +31,7 @@ __all__ = [
     "inference_context",
     "resolve_device",
     "resolve_precision",
+    "run_device",
     "use_device",
 ]
 
@@ -128,6 +130,25 @@ def use_device(device: str | None) -> Iterator[None]:
         yield
     finally:
         _RUN_DEVICE.reset(token)
+
+
+def run_device() -> str | None:
+    """The device pinned by the enclosing :func:`use_device` (``None`` outside one, or
+    inside ``use_device(None)``/``use_device("auto")``).
+
+    Examples
+    --------
+    >>> run_device() is None
+    True
+    >>> with use_device("cpu"):
+    ...     run_device()
+    'cpu'
+    """
+    return _RUN_DEVICE.get()
+
+
+# Ray tasks run in other processes: each is run inside use_device(the caller's device).
+carry_to_workers(run_device, use_device)
 
 
 def auto_device() -> str:
