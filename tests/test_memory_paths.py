@@ -187,3 +187,19 @@ def test_digests_of_a_strided_view_equal_those_of_its_copy_without_copying_it_wh
     assert max(c.nbytes for c in chunks) <= 4096
     assert b"".join(chunks) == np.ascontiguousarray(view).tobytes()
     assert [c.nbytes for c in c_order_chunks(X)] == [X.nbytes]  # contiguous: its own buffer
+
+
+def test_a_column_block_goes_to_torch_without_a_copy_and_fits_the_same():
+    pytest.importorskip("torch")
+    from spurious.models.linear import cross_fit_proba, to_torch
+
+    rng = np.random.default_rng(0)
+    wide = rng.normal(size=(600, 40)).astype(np.float32)
+    block = wide[:, 10:20]  # strided: a one-field view of a pair-feature matrix
+    y = (block[:, 0] + 0.3 * rng.normal(size=600) > 0).astype(int)
+    assert to_torch(block).data_ptr() == block.ctypes.data  # no copy
+    assert to_torch(wide[:, ::2]).is_contiguous()  # other strides are copied
+    folds = np.arange(600) % 3
+    np.testing.assert_array_equal(
+        cross_fit_proba(block, y, folds, 2), cross_fit_proba(block.copy(), y, folds, 2)
+    )

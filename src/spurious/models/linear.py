@@ -54,7 +54,12 @@ def to_torch(X: Matrix, device: str = "cpu"):
                 size=X.shape,
                 check_invariants=False,
             ).to(device)
-    X = np.ascontiguousarray(X, dtype=np.float32)
+    X = np.asarray(X)
+    row_major = X.ndim == 2 and X.strides[1] == 4 and X.strides[0] >= 4 * X.shape[1]
+    if not (X.dtype == np.float32 and row_major):
+        X = np.ascontiguousarray(X, dtype=np.float32)
+    # else: a block of a wider matrix's columns (a one-field view of the pair features)
+    # is used in place: torch's products take its row stride, as BLAS's leading dimension.
     with warnings.catch_warnings():
         # A read-only array (a Ray object, a memory map) is fine: no caller writes to it.
         warnings.filterwarnings("ignore", "The given NumPy array is not writable", UserWarning)
