@@ -52,7 +52,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 import bench_leakage_scale  # noqa: E402  (snli_like: the same SNLI-like rows)
-from bench_audit_scale import _steps, finished_steps  # noqa: E402  (per-step numbers)
+from bench_audit_scale import _steps, finished_steps, process_peak  # noqa: E402
 from bench_finetune_gpu import Results  # noqa: E402  (the JSON, rewritten after each part)
 
 CLI = "import sys; from spurious.cli import main; sys.argv[0] = 'spurious'; main()"
@@ -174,9 +174,7 @@ def audit(data: Path, model: str, device: str, work: Path, timeout: float) -> di
     row["cpu_s"] = round(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, 1)
     row["gpu_peak_mib_device_wide"] = mem.peak_mib
     row.update(_manifest_steps(out))
-    peaks = [s["peak_rss_gib"] for s in row.get("steps", {}).values() if "peak_rss_gib" in s]
-    if peaks:  # the process' peak: the per-step meter resets the kernel's high-water mark
-        row["peak_rss_gib"] = max(peaks)
+    row.update(process_peak(row))  # the largest step peak
     return row
 
 

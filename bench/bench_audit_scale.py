@@ -118,10 +118,12 @@ def process_peak(row: dict[str, Any]) -> dict[str, float]:
     ``/usr/bin/time`` reports the kernel's RSS high-water mark at exit, which the per-step
     meter (``SPURIOUS_PEAK_RSS=1``) resets at the start of every step: on its own it is
     the peak of the last steps only (runs before this fix recorded that; 8.07 GiB where a
-    step had reached 9.49)."""
+    step had reached 9.49). Without ``/usr/bin/time``'s figure, the largest step peak."""
     peaks = [s["peak_rss_gib"] for s in row.get("steps", {}).values() if "peak_rss_gib" in s]
-    if "peak_rss_gib" not in row or not peaks:
+    if not peaks:
         return {}
+    if "peak_rss_gib" not in row:  # no /usr/bin/time figure (the GPU benchmark's rows)
+        return {"peak_rss_gib": max(peaks)}
     return {
         "time_max_rss_gib": row["peak_rss_gib"],
         "peak_rss_gib": max([*peaks, row["peak_rss_gib"]]),
@@ -218,8 +220,7 @@ def main() -> int:
         print(f"audit --{args.profile} on {n:,} SNLI-like pairs ...", flush=True)
         row = run_size(n, args.profile, args.cold, args.timeout, args.extra)
         row.update(cold_cache=args.cold, extra=args.extra, load_avg_end=os.getloadavg())
-        row.update(code=_code_version(), bench_command="python bench/bench_audit_scale.py "
-                   + " ".join(sys.argv[1:]))  # fmt: skip
+        row.update(code=_code_version(), bench_command=_bench_command())
         runs[str(n)] = row
         print(
             f"  wall {row.get('wall_s')} s, CPU {row.get('user_s', 0) + row.get('sys_s', 0):.0f} s, "
@@ -228,6 +229,10 @@ def main() -> int:
         )
         _save(results, args)  # after each size: a long run keeps what it measured
     return 0
+
+
+def _bench_command() -> str:
+    return "python bench/bench_audit_scale.py " + " ".join(sys.argv[1:])
 
 
 def _code_version() -> str:
@@ -254,7 +259,7 @@ def _run_file(results: dict[str, Any], args: argparse.Namespace) -> int:
         row = run_audit(args.data, key, args.profile, case == "cold", args.timeout, args.extra)
         row.update(load_avg_start=load_start, load_avg_end=os.getloadavg())
         row["code"] = _code_version()
-        row["bench_command"] = "python bench/bench_audit_scale.py " + " ".join(sys.argv[1:])
+        row["bench_command"] = _bench_command()
         rows[case] = row
         print(f"  wall {row.get('wall_s')} s, peak {row.get('peak_rss_gib')} GiB", flush=True)
         _save(results, args)
@@ -266,9 +271,8 @@ def _save(results: dict[str, Any], args: argparse.Namespace) -> None:
         p: growth([r for _, r in sorted(v.items(), key=lambda kv: int(kv[0]))])
         for p, v in results["runs"].items()
     }
-    command = "python bench/bench_audit_scale.py " + " ".join(sys.argv[1:])
     if args.data is None:  # a file's rows record their own command (bench_command)
-        results["command"] = command
+        results["command"] = _bench_command()
     results.update(
         machine={"cpus": os.cpu_count(), "python": sys.version.split()[0]},
         data="SNLI-like: real SNLI dev+test sentences resampled into new premise groups "
