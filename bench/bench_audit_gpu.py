@@ -198,7 +198,11 @@ def main() -> int:
     parser.add_argument("--snli", type=Path, default=ROOT.parent / "shared" / "data" / "snli")
     parser.add_argument("--model", default=None, help="a Hugging Face folder (default: MiniLM)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench/results/audit_gpu.json")
-    parser.add_argument("--parts", default="paths,audit")
+    parser.add_argument(
+        "--parts",
+        default="paths,dev,audit",
+        help="comma-separated: paths, dev (SNLI dev with --device cuda and cpu), audit (--sizes)",
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[550_000])
     parser.add_argument("--deadline", type=float, default=3600.0, help="seconds for it all")
     args = parser.parse_args()
@@ -216,20 +220,21 @@ def main() -> int:
     parts = args.parts.split(",")
     if "paths" in parts:
         res.put("paths", part_paths())
-    if "audit" not in parts:
+    if "audit" not in parts and "dev" not in parts:
         return 0
     bench_leakage_scale.DATA = args.snli
     work = Path(tempfile.mkdtemp(prefix="audit_gpu_"))
     dev = args.snli / "dev.jsonl"
-    jobs: list[tuple[str, Path, str]] = [("snli_dev_cuda", dev, "cuda")]
-    for n in args.sizes:
+    jobs: list[tuple[str, Path, str]] = [("snli_dev_cuda", dev, "cuda")] if "dev" in parts else []
+    for n in args.sizes if "audit" in parts else []:
         path = work / f"snli_like_{n}.jsonl"
         ds = bench_leakage_scale.snli_like(n, random_state=0)
         ds.frame[["id", "premise", "hypothesis", "label", "group"]].to_json(
             path, orient="records", lines=True
         )
         jobs.append((f"snli_like_{n}_cuda", path, "cuda"))
-    jobs.append(("snli_dev_cpu", dev, "cpu"))  # last: the same machine's CPU baseline
+    if "dev" in parts:
+        jobs.append(("snli_dev_cpu", dev, "cpu"))  # last: the same machine's CPU baseline
     for key, data, device in jobs:
         left = args.deadline - (time.perf_counter() - t0) - 15
         if left < 30:
