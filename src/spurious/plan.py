@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from spurious.analysis import load_analyses
+from spurious.analysis import Analysis, load_analyses
 from spurious.data.tasks import get_task
 from spurious.exceptions import ParameterError
 
@@ -135,3 +135,36 @@ def check_analyses_argument(analyses: object) -> None:
             f"The 'analyses' parameter names {twice} more than once; a run has one result "
             "per analysis (give its parameters as {name: {parameter: value}})."
         )
+
+
+def order_analyses(analyses: Sequence[Analysis]) -> list[Analysis]:
+    """``analyses`` in the order asked for, except that each runs after those it reads.
+
+    An analysis declares the analyses whose results it reads (``after``); when they are
+    in the same run they go first. Otherwise the order is kept (stable).
+
+    Examples
+    --------
+    >>> class _A:
+    ...     def __init__(self, name, after=()):
+    ...         self.name, self.after = name, after
+    >>> [a.name for a in order_analyses([_A("peco", ("cartography",)), _A("cartography")])]
+    ['cartography', 'peco']
+    """
+    pending = list(analyses)
+    names = {a.name for a in pending}
+    placed: list[Analysis] = []
+    done: set[str] = set()
+    while pending:
+        for i, analysis in enumerate(pending):
+            if all(dep in done or dep not in names for dep in analysis.after):
+                placed.append(pending.pop(i))
+                done.add(analysis.name)
+                break
+        else:
+            cycle = sorted(a.name for a in pending)
+            raise ParameterError(
+                f"The analyses {cycle} each wait for another's result ('after'); the order "
+                "cannot be resolved."
+            )
+    return placed

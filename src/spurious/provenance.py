@@ -59,6 +59,9 @@ class Provenance:
     timings: dict[str, float] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dependency_versions)
     created: str = field(default_factory=now_iso)
+    #: The run warnings this analysis raised (a continued run that reuses the result
+    #: reports them again; see :func:`spurious.rundir.saved_result`).
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

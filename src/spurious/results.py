@@ -177,6 +177,9 @@ class Result:
     tables : dict of str to pandas.DataFrame
         Dataset-level tables too long for ``details`` (e.g. the atlas' ``"tokens"``:
         every tested token x label), saved as ``tables/<name>.parquet``.
+    resumed : bool
+        ``True`` when a continued run reused this result from the interrupted run it
+        continues instead of computing it again (not saved).
     """
 
     analysis: str
@@ -191,6 +194,9 @@ class Result:
     headline: Headline | PartialHeadline = field(default_factory=PartialHeadline)
     marks: pd.DataFrame | None = None
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    #: ``True`` when a continued run reused this result from the run it continues
+    #: (:func:`spurious.rundir.saved_result`) instead of computing it; not saved.
+    resumed: bool = field(default=False, repr=False, compare=False)
 
     @property
     def name(self) -> str:

@@ -9,6 +9,7 @@ replaced with ``force``; stale temp files of interrupted writes are removed) and
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import time
@@ -30,15 +31,19 @@ from spurious.utils.io import (
     to_jsonable,
 )
 
+logger = logging.getLogger(__name__)
+
 __all__ = [
     "RUN_FILES",
     "RUN_PREFIX",
     "STALE_TMP_SECONDS",
     "check_run_dir",
     "dataset_entry",
+    "interrupted_run",
     "prepare_out",
     "release_out",
     "resolve_input_paths",
+    "saved_result",
     "write_manifest",
 ]
 
@@ -70,6 +75,7 @@ def write_manifest(
     warnings: Sequence[str] = (),
     status: str = "complete",
     resources: Mapping[str, Mapping[str, float]] | None = None,
+    resumed: Sequence[str] = (),
 ) -> Path:
     """Write ``out/manifest.json`` atomically.
 
@@ -77,6 +83,8 @@ def write_manifest(
     first result (so an interrupted run is recognised as this run, and continued by the
     same command) and ``"complete"`` once every analysis has a result. ``resources``:
     each analysis' and artifact's CPU seconds and, when measured, peak RSS (GiB).
+    ``resumed``: the analyses whose results this run reused from the interrupted run it
+    continued (their timings are that run's).
     """
     manifest = {
         "status": status,
@@ -96,6 +104,7 @@ def write_manifest(
         "config": to_jsonable(config),
         "timings": {k: round(v, 4) for k, v in timings.items()},
         "resources": to_jsonable(dict(resources or {})),
+        "resumed": list(resumed),
     }
     return atomic_write_json(Path(out) / "manifest.json", manifest)
 
@@ -167,6 +176,58 @@ def prepare_out(
         write_manifest(out, command=command, config=dict(config), seed=config.get("seed"),
                        datasets={}, results={}, timings={}, status="running")  # fmt: skip
     return out
+
+
+def interrupted_run(out: str | os.PathLike[str], config: Mapping[str, Any]) -> bool:
+    """Whether ``out`` holds an interrupted run of ``config`` written by this version.
+
+    Its manifest says ``"running"`` (the run never wrote its final manifest: it was
+    killed, or it crashed) and records this config and this spurious version, so the
+    results it saved are this run's: the same command continues it, reusing each
+    analysis' saved result (:func:`saved_result`) instead of computing it again. A
+    complete run is re-run from scratch.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = write_manifest(d, command="x", config={"seed": 0}, seed=0, datasets={},
+    ...                    results={}, timings={}, status="running")
+    >>> interrupted_run(d, {"seed": 0}), interrupted_run(d, {"seed": 1})
+    (True, False)
+    """
+    try:
+        manifest = read_json(Path(out) / "manifest.json")
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(manifest, dict)
+        and manifest.get("status") == "running"
+        and manifest.get("library_version") == __version__
+        and manifest.get("config") == to_jsonable(dict(config))
+    )
+
+
+def saved_result(folder: str | os.PathLike[str], fingerprints: Mapping[str, str]) -> Result | None:
+    """The result an interrupted run saved in ``folder``, when a continued run may reuse it.
+
+    Only a result that loads, ran to completion (``"ok"``: a failed or skipped analysis
+    is tried again, since what stopped it may have passed), was computed on the same data
+    (``fingerprints``, as :meth:`RunContext.fingerprints` gives them) and by this version
+    of spurious. ``result.json`` is the last file :meth:`Result.save` writes, so a result
+    cut short while saving has none and is computed again.
+    """
+    folder = Path(folder)
+    if not (folder / "result.json").is_file():
+        return None
+    try:
+        res = Result.load(folder, expected_fingerprints=dict(fingerprints))
+    except (SpuriousError, OSError, ValueError) as e:
+        logger.info("not reusing %s: %s", folder, e)
+        return None
+    if res.status != "ok" or res.provenance.library_version != __version__:
+        return None
+    return res
 
 
 def _check_contents(out: Path, config: Mapping[str, Any], force: bool) -> None:

@@ -62,6 +62,7 @@ from spurious.inputs import load_inputs
 from spurious.models.runtime.hardware import resolve_device, use_device
 from spurious.plan import audit_plan as audit_plan
 from spurious.plan import check_analyses_argument, run_profile
+from spurious.plan import order_analyses as order_analyses
 from spurious.provenance import Provenance
 from spurious.results import Result
 from spurious.runconfig import CONFIG_KEYS as CONFIG_KEYS
@@ -79,11 +80,13 @@ from spurious.rundir import (
     dataset_entry as dataset_entry,
 )
 from spurious.rundir import (
-    prepare_out as prepare_out,
-)
-from spurious.rundir import (
+    interrupted_run,
     release_out,
     resolve_input_paths,
+    saved_result,
+)
+from spurious.rundir import (
+    prepare_out as prepare_out,
 )
 from spurious.rundir import (
     write_manifest as write_manifest,
@@ -159,15 +162,31 @@ def run_analyses(
     *,
     out: str | Path | None = None,
     on_result: Callable[[Result], None] | None = None,
+    resume: bool = False,
 ) -> dict[str, Result]:
     """Run analyses on one context; unmet requirements -> ``skipped``, errors -> ``failed``.
 
     Programming errors (anything that is not a :class:`SpuriousError`) are recorded the
     same way, with the traceback logged, so one broken analysis does not lose the
     others' results. Each result is saved under ``out/<name>/`` as soon as it exists.
+    With ``resume`` (``out`` holds an interrupted run of this config: see
+    :func:`~spurious.rundir.interrupted_run`), a result saved there is reused instead of
+    computed again (``Result.resumed``); each analysis has its own seed, so the others'
+    numbers do not depend on which ones ran in this process.
     """
     results: dict[str, Result] = {}
     for analysis in order_analyses(analyses):
+        saved = None
+        if resume and out is not None:
+            saved = saved_result(Path(out) / analysis.name, context.fingerprints())
+        if saved is not None:
+            saved.resumed = True
+            context.warnings.extend(saved.provenance.warnings)
+            results[analysis.name] = context.results[analysis.name] = saved
+            if on_result is not None:
+                on_result(saved)
+            continue
+        n_warnings = len(context.warnings)
         _note_missing_dependencies(analysis, context)
         start, built = time.perf_counter(), set(context.timings)
         unmet = analysis.unmet(context)
@@ -193,6 +212,7 @@ def run_analyses(
         shared = sum(context.timings[k] for k in new)
         res.provenance.timings["shared_artifacts_s"] = round(shared, 4)
         res.provenance.timings.update(used)  # cpu_s (+ peak_rss_gib), artifacts included
+        res.provenance.warnings = context.warnings[n_warnings:]
         _keep(results, analysis, context, res, out, on_result)
     return results
 
@@ -212,39 +232,6 @@ def _keep(
         res.save(Path(out) / analysis.name)
     if on_result is not None:
         on_result(res)
-
-
-def order_analyses(analyses: Sequence[Analysis]) -> list[Analysis]:
-    """``analyses`` in the order asked for, except that each runs after those it reads.
-
-    An analysis declares the analyses whose results it reads (``after``); when they are
-    in the same run they go first. Otherwise the order is kept (stable).
-
-    Examples
-    --------
-    >>> class _A:
-    ...     def __init__(self, name, after=()):
-    ...         self.name, self.after = name, after
-    >>> [a.name for a in order_analyses([_A("peco", ("cartography",)), _A("cartography")])]
-    ['cartography', 'peco']
-    """
-    pending = list(analyses)
-    names = {a.name for a in pending}
-    placed: list[Analysis] = []
-    done: set[str] = set()
-    while pending:
-        for i, analysis in enumerate(pending):
-            if all(dep in done or dep not in names for dep in analysis.after):
-                placed.append(pending.pop(i))
-                done.add(analysis.name)
-                break
-        else:
-            cycle = sorted(a.name for a in pending)
-            raise ParameterError(
-                f"The analyses {cycle} each wait for another's result ('after'); the order "
-                "cannot be resolved."
-            )
-    return placed
 
 
 def _note_missing_dependencies(analysis: Analysis, context: RunContext) -> None:
@@ -363,6 +350,8 @@ def execute(
         resolve_device(device)
     executor = make_executor(config.get("executor")).start()
     try:
+        # Read before prepare_out rewrites the manifest as this run's "running" one.
+        resume = out is not None and not force and interrupted_run(out, config)
         if out is not None:
             out = prepare_out(out, config, force=force, command=command)
         timings = {"load_s": time.perf_counter() - t0}
@@ -374,7 +363,7 @@ def execute(
     t1 = time.perf_counter()
     run_executor = use_executor(executor, start=False, close=True)
     with datasets_progress(ctx.progress), run_executor, use_device(device):
-        results = run_analyses(analyses, ctx, out=out, on_result=on_result)
+        results = run_analyses(analyses, ctx, out=out, on_result=on_result, resume=resume)
     timings["analyses_s"] = time.perf_counter() - t1
     timings.update({f"{n}_s": r.provenance.timings.get("total_s", 0.0) for n, r in results.items()})
     timings.update({f"artifact:{k}_s": v for k, v in ctx.timings.items()})
@@ -402,6 +391,7 @@ def execute(
             timings=timings,
             resources=resources,
             warnings=ctx.warnings,
+            resumed=[name for name, res in results.items() if res.resumed],
         )
         run.out = out
         if report:

@@ -34,7 +34,8 @@ def execute(config: dict[str, Any], out: Any, command: str, **kwargs: Any) -> An
 def result_line(res: Any) -> None:
     """``[name] status: summary`` as soon as an analysis finishes."""
     click.secho(f"[{res.analysis}] {res.status}: ", fg=_COLOURS.get(res.status), nl=False)
-    click.echo(res.summary if res.status == "ok" else res.error or res.summary)
+    kept = " (kept from the interrupted run)" if getattr(res, "resumed", False) else ""
+    click.echo((res.summary if res.status == "ok" else res.error or res.summary) + kept)
 
 
 def summary_table(results: Mapping[str, Any], timings: Mapping[str, float] | None = None) -> None:
