@@ -14,7 +14,10 @@ iteration for all folds and copies no fold's rows. At 98k x 1,536 SNLI-dev embed
 (resampled) it took 42 s against 92 s for the five fits one after another, 1.5-1.7x on
 the 384-d partial views (``bench/bench_partial_input_joint.py``); at SNLI dev size on 2
 cores it gains nothing (the full condition's fit is most of the work, so the cores
-balance worse than with 15 single fits).
+balance worse than with 15 single fits). Those figures predate the probe's
+preconditioner (:func:`spurious.models.linear._preconditioner`), which cut the joint fit
+at 100k x 1,536 SNLI-like pairs from 57.9 s (200 iterations, short of the minimiser) to
+9.4 s (24, at it): ``bench/bench_probe_precondition.py``.
 """
 
 from __future__ import annotations
