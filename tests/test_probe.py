@@ -167,3 +167,16 @@ def test_cross_fit_on_ill_conditioned_features_matches_each_fold(monkeypatch):
             X[train].astype(np.float64), y[train]
         )
         assert np.abs(proba[test] - ref.predict_proba(X[test])).max() < 2e-3
+
+
+@pytest.mark.parametrize("n,d", [(30, 100), (200, 5)])
+def test_preconditioner_edge_cases_still_reach_the_minimiser(n, d):
+    """More columns than rows, a constant and an all-zero column: the covariance is
+    singular, the preconditioner stays well defined (its jitter shapes only the path)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    X[:, 0], X[:, 1] = 3.0, 0.0
+    y = rng.integers(0, 3, n)
+    ref = LogisticRegression(max_iter=100_000, tol=1e-12).fit(X.astype(np.float64), y)
+    ours = LogisticProbe().fit(X, y)
+    assert np.abs(ours.predict_proba(X) - ref.predict_proba(X)).max() < 2e-3
