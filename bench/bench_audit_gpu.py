@@ -30,6 +30,11 @@ Usage (on the GPU machine, from the repository root)::
 ``--snli`` holds SNLI's ``dev.jsonl`` and ``test_tokenized.jsonl`` (default
 ``../shared/data/snli``); ``--model`` a Hugging Face folder (default: the bundled MiniLM);
 ``--deadline`` the seconds the whole script may take (each audit gets what is left).
+A run cut by the deadline can be continued on the same warm machine: pass the same
+``--work DIR`` to both calls and ``--continue-run`` to the second; the audit keeps the
+analyses the first call finished (their times are that call's) and computes the rest,
+the one the cut interrupted included, so the sum of both calls' wall times bounds the
+run's from above.
 """
 
 from __future__ import annotations
@@ -151,13 +156,21 @@ class GpuMemory:
         self._thread.join()
 
 
-def audit(data: Path, model: str, device: str, work: Path, timeout: float) -> dict[str, Any]:
-    """One ``spurious audit --quick`` in a fresh process (empty cache: the encoder runs)."""
+def audit(
+    data: Path, model: str, device: str, work: Path, timeout: float, resume: bool = False
+) -> dict[str, Any]:
+    """One ``spurious audit --quick`` in a fresh process (empty cache: the encoder runs).
+
+    ``resume``: continue the run an earlier call left in ``work`` (no ``--force``: the
+    audit keeps the analyses that run finished and computes the rest).
+    """
     out = work / f"run_{data.stem}_{device}"
     env = {**os.environ, "SPURIOUS_PEAK_RSS": "1", "HF_HUB_OFFLINE": "1",
            "SPURIOUS_CACHE_DIR": str(work / f"cache_{data.stem}_{device}")}  # fmt: skip
     cmd = [sys.executable, "-c", CLI, "audit", str(data), "--task", "nli", "--quick",
-           "--features", model, "--device", device, "--out", str(out), "--force"]  # fmt: skip
+           "--features", model, "--device", device, "--out", str(out)]  # fmt: skip
+    if not resume:
+        cmd.append("--force")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     row: dict[str, Any] = {"device": device, "limit_s": round(timeout)}
@@ -205,6 +218,18 @@ def main() -> int:
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=[550_000])
     parser.add_argument("--deadline", type=float, default=3600.0, help="seconds for it all")
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=None,
+        help="folder for the data and runs (default: a new temp one)",
+    )
+    parser.add_argument(
+        "--continue-run",
+        action="store_true",
+        help="continue the audits a call cut short in --work (same data, same folders): "
+        "a lent machine's 10-minute call limit, on the same warm machine",
+    )
     args = parser.parse_args()
     t0 = time.perf_counter()
     import torch
@@ -223,15 +248,17 @@ def main() -> int:
     if "audit" not in parts and "dev" not in parts:
         return 0
     bench_leakage_scale.DATA = args.snli
-    work = Path(tempfile.mkdtemp(prefix="audit_gpu_"))
+    work = args.work or Path(tempfile.mkdtemp(prefix="audit_gpu_"))
+    work.mkdir(parents=True, exist_ok=True)
     dev = args.snli / "dev.jsonl"
     jobs: list[tuple[str, Path, str]] = [("snli_dev_cuda", dev, "cuda")] if "dev" in parts else []
     for n in args.sizes if "audit" in parts else []:
         path = work / f"snli_like_{n}.jsonl"
-        ds = bench_leakage_scale.snli_like(n, random_state=0)
-        ds.frame[["id", "premise", "hypothesis", "label", "group"]].to_json(
-            path, orient="records", lines=True
-        )
+        if not (args.continue_run and path.exists()):
+            ds = bench_leakage_scale.snli_like(n, random_state=0)
+            ds.frame[["id", "premise", "hypothesis", "label", "group"]].to_json(
+                path, orient="records", lines=True
+            )
         jobs.append((f"snli_like_{n}_cuda", path, "cuda"))
     if "dev" in parts:
         jobs.append(("snli_dev_cpu", dev, "cpu"))  # last: the same machine's CPU baseline
@@ -241,7 +268,7 @@ def main() -> int:
             res.put(key, {"skipped": f"{left:.0f} s left of the deadline"})
             continue
         print(f"audit {key} (limit {left:.0f} s) ...", flush=True)
-        res.put(key, audit(data, model, device, work, left))
+        res.put(key, audit(data, model, device, work, left, resume=args.continue_run))
     return 0
 
 
