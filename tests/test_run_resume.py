@@ -177,3 +177,18 @@ def test_an_analysis_that_reads_a_kept_result_gives_the_same_numbers(data, tmp_p
     _same_results(continued, reference)
     assert continued["pvi"].details["reused_partial_input"] is True
     assert continued["pvi"].details == reference["pvi"].details
+
+
+def test_force_on_the_same_run_removes_its_old_results_first(data, tmp_path, monkeypatch):
+    """--force starts over: a forced re-run cut in its second analysis shows none of the
+    previous run's results (before, the same config kept them until overwritten)."""
+    out = tmp_path / "run"
+    _run(data, out)
+    assert (out / "duplicates" / "result.json").exists() and (out / "report.html").exists()
+    with monkeypatch.context() as m:
+        _Calls(m, interrupt="associations")
+        with pytest.raises(KeyboardInterrupt):
+            _run(data, out, force=True)
+    release_out(out)
+    assert (out / "atlas" / "result.json").exists()
+    assert not (out / "duplicates").exists() and not (out / "report.html").exists()

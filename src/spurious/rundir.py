@@ -242,7 +242,7 @@ def _check_contents(out: Path, config: Mapping[str, Any], force: bool) -> None:
             f"--out {str(out)!r} already holds {what}; results of two runs are never "
             "mixed. Choose a new directory, or pass --force to replace that run's files."
         )
-    if not same:
+    if not same or force:  # --force on the same run: start over, no stale results shown
         foreign = None if previous is not None else _foreign_entry(out)
         if foreign is not None:
             raise ParameterError(
