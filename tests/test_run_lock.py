@@ -11,7 +11,7 @@ import time
 import pytest
 
 from spurious.exceptions import ParameterError
-from spurious.rundir import LOCK_FILE, check_run_dir, prepare_out, release_out
+from spurious.rundir import LOCK_FILE, check_run_dir, interrupted_run, prepare_out, release_out
 
 CONFIG = {"inputs": {"task": "nli"}, "analyses": {"atlas": {}}, "seed": 0}
 
@@ -55,8 +55,13 @@ def test_the_running_manifest_lets_the_same_command_continue(tmp_path):
     release_out(out)  # what the end of the killed process does
     assert any("did not finish" in p for p in check_run_dir(out))
     # The same config goes on in place (no --force), and the half-written file is gone.
-    assert prepare_out(out, CONFIG, command="spurious audit ...") == out
+    assert interrupted_run(out, CONFIG)
+    assert prepare_out(out, CONFIG, command="spurious audit ...", resume=True) == out
     assert not tmp.exists() and (out / "atlas" / "result.json").exists()
+    release_out(out)
+    # Not continued (resume=False: a complete run re-run in place): its results go first.
+    assert prepare_out(out, CONFIG, command="spurious audit ...") == out
+    assert not (out / "atlas").exists()
     release_out(out)
     # Another config is still refused: two runs are never mixed.
     with pytest.raises(ParameterError, match="already holds a different run"):

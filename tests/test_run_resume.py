@@ -192,3 +192,25 @@ def test_force_on_the_same_run_removes_its_old_results_first(data, tmp_path, mon
     release_out(out)
     assert (out / "atlas" / "result.json").exists()
     assert not (out / "duplicates").exists() and not (out / "report.html").exists()
+
+
+def test_a_run_interrupted_under_other_code_starts_over(data, tmp_path, monkeypatch):
+    """Between releases the version stays while the code changes: a run cut under other
+    code (another code fingerprint in its manifest) keeps nothing, and its old results
+    are gone before the first new one is written."""
+    import spurious.rundir as rundir
+
+    out = tmp_path / "run"
+    _interrupt(data, out, monkeypatch, at="duplicates")
+    assert json.loads((out / "manifest.json").read_text())["code"] == rundir.code_fingerprint()
+    monkeypatch.setattr(rundir, "code_fingerprint", lambda: "0123456789abcdef")
+    with monkeypatch.context() as m:
+        calls = _Calls(m, interrupt="associations")
+        with pytest.raises(KeyboardInterrupt):
+            _run(data, out)
+    release_out(out)
+    assert calls.names == ["atlas"] and not (out / "duplicates").exists()
+    calls = _Calls(monkeypatch)
+    continued = _run(data, out)
+    assert calls.names == ["associations", "duplicates"]
+    assert [n for n, r in continued.results.items() if r.resumed] == ["atlas"]

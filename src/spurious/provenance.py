@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import datetime as _dt
+import functools
+import hashlib
 import platform
 import sys
 from dataclasses import asdict, dataclass, field, fields
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from spurious._version import __version__
@@ -42,6 +45,27 @@ def dependency_versions() -> dict[str, str]:
     except Exception:  # a torch without CUDA, a broken driver: no GPU to name
         pass
     return out
+
+
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """A hash of this installation's Python source (every ``.py`` file of the package).
+
+    The version string names a release; between releases (a development checkout) the
+    code changes under the same version, and a run continued after such a change must
+    not keep results the old code computed (:func:`spurious.rundir.interrupted_run`).
+
+    Examples
+    --------
+    >>> len(code_fingerprint())
+    16
+    """
+    root = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def now_iso() -> str:

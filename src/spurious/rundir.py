@@ -21,7 +21,7 @@ from spurious._version import __version__
 from spurious.data.dataset import Dataset
 from spurious.data.in_memory import RUN_PREFIX
 from spurious.exceptions import ParameterError, SpuriousError
-from spurious.provenance import dependency_versions, now_iso
+from spurious.provenance import code_fingerprint, dependency_versions, now_iso
 from spurious.results import Result
 from spurious.utils.io import (
     atomic_write_json,
@@ -94,6 +94,7 @@ def write_manifest(
         "cwd": os.getcwd(),
         "created": now_iso(),
         "library_version": __version__,
+        "code": code_fingerprint(),
         "seed": seed,
         "versions": dependency_versions(),
         "datasets": datasets,
@@ -127,6 +128,7 @@ def prepare_out(
     force: bool = False,
     inputs: Any = (),
     command: Sequence[str] | str | None = None,
+    resume: bool = False,
 ) -> Path:
     """Make ``out`` ready for a run of ``config``; refuse to mix runs or lose files.
 
@@ -146,8 +148,10 @@ def prepare_out(
     - ``force`` replaces only a run directory: one with a manifest written by this
       package, or one holding nothing but a run's files (an interrupted run); a folder
       with other files and no manifest is refused;
-    - with ``force``, the previous run's files (manifest, report, analysis folders) are
-      removed first, so one report never shows two runs; other files are left alone;
+    - with ``force``, or for a re-run of the same config that does not continue it
+      (``resume``: :func:`interrupted_run`), the previous run's files (manifest,
+      report, analysis folders) are removed first, so one report never shows two runs
+      and no old result is shown as this run's; other files are left alone;
     - temp files of interrupted writes are removed.
 
     Examples
@@ -163,7 +167,7 @@ def prepare_out(
     check_not_an_input(out, [config_input_paths(config), inputs], what="--out")
     created = _lock(out)
     try:
-        _check_contents(out, config, force)
+        _check_contents(out, config, force, resume)
         _check_writable(out)
     except BaseException:
         release_out(out)
@@ -182,10 +186,11 @@ def interrupted_run(out: str | os.PathLike[str], config: Mapping[str, Any]) -> b
     """Whether ``out`` holds an interrupted run of ``config`` written by this version.
 
     Its manifest says ``"running"`` (the run never wrote its final manifest: it was
-    killed, or it crashed) and records this config and this spurious version, so the
-    results it saved are this run's: the same command continues it, reusing each
-    analysis' saved result (:func:`saved_result`) instead of computing it again. A
-    complete run is re-run from scratch.
+    killed, or it crashed) and records this config, this spurious version and this code
+    (:func:`~spurious.provenance.code_fingerprint`), so the results it saved are this
+    run's: the same command continues it, reusing each analysis' saved result
+    (:func:`saved_result`) instead of computing it again. Anything else in the folder is
+    re-run from scratch (:func:`prepare_out` removes its results first).
 
     Examples
     --------
@@ -204,6 +209,7 @@ def interrupted_run(out: str | os.PathLike[str], config: Mapping[str, Any]) -> b
         isinstance(manifest, dict)
         and manifest.get("status") == "running"
         and manifest.get("library_version") == __version__
+        and manifest.get("code") == code_fingerprint()
         and manifest.get("config") == to_jsonable(dict(config))
     )
 
@@ -230,7 +236,7 @@ def saved_result(folder: str | os.PathLike[str], fingerprints: Mapping[str, str]
     return res
 
 
-def _check_contents(out: Path, config: Mapping[str, Any], force: bool) -> None:
+def _check_contents(out: Path, config: Mapping[str, Any], force: bool, resume: bool) -> None:
     """Refuse a non-empty ``out`` that holds another run or other files (see prepare_out)."""
     if not any(p.name != LOCK_FILE for p in out.iterdir()):
         return
@@ -242,7 +248,7 @@ def _check_contents(out: Path, config: Mapping[str, Any], force: bool) -> None:
             f"--out {str(out)!r} already holds {what}; results of two runs are never "
             "mixed. Choose a new directory, or pass --force to replace that run's files."
         )
-    if not same or force:  # --force on the same run: start over, no stale results shown
+    if not (same and resume) or force:  # start over: no earlier result shown as this run's
         foreign = None if previous is not None else _foreign_entry(out)
         if foreign is not None:
             raise ParameterError(

@@ -353,7 +353,7 @@ def execute(
         # Read before prepare_out rewrites the manifest as this run's "running" one.
         resume = out is not None and not force and interrupted_run(out, config)
         if out is not None:
-            out = prepare_out(out, config, force=force, command=command)
+            out = prepare_out(out, config, force=force, command=command, resume=resume)
         timings = {"load_s": time.perf_counter() - t0}
         if before_run is not None:
             before_run(ctx, analyses)
