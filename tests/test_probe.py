@@ -155,7 +155,7 @@ def test_ill_conditioned_features_reach_sklearns_minimiser(monkeypatch):
     assert np.abs(plain.predict_proba(X) - ref.predict_proba(X)).max() > 5e-3
 
 
-def test_cross_fit_on_ill_conditioned_features_matches_each_fold(monkeypatch):
+def test_cross_fit_on_ill_conditioned_features_matches_each_fold():
     from spurious.models.linear import cross_fit_proba
 
     X, y = _embedding_like(n=2000, d=40, seed=1)
