@@ -150,3 +150,32 @@ def test_epoch_seeded_sampler_is_the_same_in_every_process():
     assert first == order(0, 1, global_seed=2)  # another process's RNG state
     assert sorted(first) == list(range(200)) and len(first) == 200
     assert first != order(0, 2, global_seed=1) and first != order(1, 1, global_seed=1)
+
+
+def test_spurious_train_under_torchrun_reports_once(tiny_model, tmp_path):
+    """``torchrun --nproc_per_node 2 $(which spurious) train ...`` with ConfReg: its
+    teacher is fine-tuned by both processes and then read by both (before, process 1
+    read it before process 0 had written it and stopped; and after training process 1
+    stopped on the empty metrics it returns), and the command reports once."""
+    train, dev = planted_data()
+    paths = {}
+    for name, ds in (("train", train), ("dev", dev)):
+        paths[name] = tmp_path / f"{name}.jsonl"
+        ds.frame[["id", "premise", "hypothesis", "label"]].to_json(
+            paths[name], orient="records", lines=True
+        )
+    out = tmp_path / "out"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           str(Path(sys.executable).with_name("spurious")), "train", str(paths["train"]),
+           "--eval", str(paths["dev"]), "--task", "nli", "--model", tiny_model, "--epochs", "2",
+           "--batch-size", "8", "--loop", "trainer", "--loss", "conf_reg",
+           "--bias", "partial:hypothesis_only", "--bias-features", "bow", "--out", str(out)]  # fmt: skip
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    starts = [line.split(":")[0] for line in proc.stdout.splitlines()]
+    assert starts.count("train") == 1 and starts.count("model") == 1, proc.stdout
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["debiasing"]["teacher"]["kind"] == "trained"
+    assert (out / "teacher" / "model" / "config.json").is_file()
+    assert len(metrics["history"]) == 2

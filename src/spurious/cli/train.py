@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +19,36 @@ SOURCE_CHOICE = click.Choice(["forward", "pass"])
 LOSS_CHOICE = click.Choice(
     ["ce", "poe", "learned_mixin", "learned_mixin_h", "conf_reg", "reweight"]
 )
+
+
+def main_process() -> bool:
+    """Whether this is process 0 of a data-parallel launch (or no launch at all).
+
+    ``torchrun`` and ``accelerate launch`` start ``spurious train`` once per process
+    and set ``RANK``; every process trains its share, process 0 alone writes the model,
+    dynamics and metrics (:func:`~spurious.models.finetune.fine_tune`) and everything
+    the command writes or prints after training.
+
+    Examples
+    --------
+    >>> main_process()  # no launcher here
+    True
+    """
+    return int(os.environ.get("RANK", "0") or 0) == 0
+
+
+def _process_zero_reports(command: Any) -> Any:
+    """Run ``command`` with its standard output discarded in processes other than 0 (one
+    report, not one per process); errors still reach standard error."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if main_process():
+            return command(*args, **kwargs)
+        with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+            return command(*args, **kwargs)
+
+    return wrapper
 
 
 @click.command("train")
@@ -137,6 +170,7 @@ LOSS_CHOICE = click.Choice(
 @options.seed_option()
 @options.out_option("train")
 @api_names_as_flags  # the engine's errors name output_dir, overwrite=True: say --out, --force
+@_process_zero_reports
 def train(
     data: Path,
     task: str,
@@ -259,6 +293,8 @@ def train(
         train_ds, eval_ds, cfg, out, progress=ctx.progress, resume=resume, overwrite=force,
         **side,
     )  # fmt: skip
+    if not main_process():  # torchrun / accelerate launch: process 0 writes the rest
+        return
     if record is not None:
         record_debiasing(Path(out) / "metrics.json", record)
         for split, ds in (("train", train_ds), ("eval", eval_ds)):

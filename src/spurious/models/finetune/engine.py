@@ -208,7 +208,8 @@ def fine_tune(
             trained = model
         else:
             dynamics, history, metrics, trained, is_main = run_trainer(transformers, job, callbacks)
-            if not is_main:
+            if not is_main:  # process 0 writes; return once its outputs exist
+                _wait_for_every_process()
                 return FineTuneResult(out, out / MODEL_DIR, dynamics, [], {}, cfg)
 
     metrics.update(device=device, precision=precision, loop=loop)
@@ -235,9 +236,20 @@ def fine_tune(
     )
     if not cfg.keep_checkpoints:
         shutil.rmtree(ckpt_dir, ignore_errors=True)
+    _wait_for_every_process()
     return FineTuneResult(
         out, out / MODEL_DIR, dynamics, history, metrics, cfg, list(train.label_names)
     )
+
+
+def _wait_for_every_process() -> None:
+    """A barrier in a data-parallel run (no-op otherwise): the processes but the first
+    wait here for process 0 to write the outputs, so ``fine_tune`` returns in each process
+    once the model is on disk (a ConfReg teacher's is read next by every process)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        dist.barrier()
 
 
 def resolve_loop(cfg: FineTuneConfig, device: str, callbacks: Sequence[Any] = ()) -> str:
