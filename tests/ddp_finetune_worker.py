@@ -39,12 +39,31 @@ def cue_bias_probs(train) -> np.ndarray:
     return probs
 
 
+def _crash_at(step: int):
+    """A callback that stops process 1 at the end of global step ``step`` (an
+    interruption: torchrun then stops the other process too)."""
+    from transformers import TrainerCallback
+
+    class Crash(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            if state.global_step == step and int(os.environ["RANK"]) == 1:
+                os._exit(3)
+
+    return Crash()
+
+
 def main() -> None:
     model, out, reports, config = sys.argv[1:5]
     train, dev = planted_data()
-    cfg = FineTuneConfig(model=model, **json.loads(config))
+    options = json.loads(config)
+    crash_at = options.pop("crash_at_step", None)
+    resume = options.pop("resume", False)
+    cfg = FineTuneConfig(model=model, **options)
     side = {} if cfg.loss == "plain" else {"bias_probs": cue_bias_probs(train)}
-    res = fine_tune(train, dev, cfg, out, progress=False, **side)
+    callbacks = [] if crash_at is None else [_crash_at(crash_at)]
+    res = fine_tune(
+        train, dev, cfg, out, progress=False, resume=resume, callbacks=callbacks, **side
+    )
     rank = int(os.environ["RANK"])
     report = {
         "rank": rank,
