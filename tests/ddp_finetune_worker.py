@@ -58,11 +58,12 @@ def main() -> None:
     options = json.loads(config)
     crash_at = options.pop("crash_at_step", None)
     resume = options.pop("resume", False)
+    progress = options.pop("progress", False)
     cfg = FineTuneConfig(model=model, **options)
     side = {} if cfg.loss == "plain" else {"bias_probs": cue_bias_probs(train)}
     callbacks = [] if crash_at is None else [_crash_at(crash_at)]
     res = fine_tune(
-        train, dev, cfg, out, progress=False, resume=resume, callbacks=callbacks, **side
+        train, dev, cfg, out, progress=progress, resume=resume, callbacks=callbacks, **side
     )
     rank = int(os.environ["RANK"])
     report = {

@@ -80,8 +80,11 @@ def _torchrun(
 @pytest.mark.parametrize("loss", ["plain", "learned_mixin"])
 def test_two_processes_train_every_row_once_per_epoch(tiny_model, tmp_path, loss):
     train, dev = planted_data()
-    config = {**CONFIG, "loss": loss, "batch_size": 8}
-    _torchrun(tiny_model, tmp_path / "ddp", tmp_path / "reports", config)
+    config = {**CONFIG, "loss": loss, "batch_size": 8, "progress": True}
+    proc = _torchrun(tiny_model, tmp_path / "ddp", tmp_path / "reports", config)
+    # Process 0's bar counts the whole run's examples (it counted its own half before).
+    total = 6 * len(train)
+    assert f"{total}/{total}" in proc.stderr
     reports = {r: json.loads((tmp_path / "reports" / f"rank{r}.json").read_text()) for r in (0, 1)}
     assert [reports[r]["world_size"] for r in (0, 1)] == [2, 2]
     # Only process 0 writes and reports a history; both hold the gathered dynamics.
@@ -100,6 +103,7 @@ def test_two_processes_train_every_row_once_per_epoch(tiny_model, tmp_path, loss
             assert sorted(ids) == sorted(map(str, ds.ids)), (split, epoch)
 
     # One process, the same global batch (16) and objective.
+    config.pop("progress")
     single_cfg = FineTuneConfig(model=tiny_model, **{**config, "batch_size": 16})
     side = {} if loss == "plain" else {"bias_probs": cue_bias_probs(train)}
     single = fine_tune(train, dev, single_cfg, tmp_path / "one", progress=False, **side)

@@ -441,7 +441,10 @@ def _progress_callback(trainer: Any, n_train: int, epochs: int) -> Any:
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any):
             if self.bar is not None:
-                self.bar.update(trainer.examples_seen - self.seen)
+                # This process' examples; in a data-parallel run each of the world's
+                # processes trains as many (the bar counts the whole run's).
+                new = (trainer.examples_seen - self.seen) * max(1, args.world_size)
+                self.bar.update(min(new, self.bar.total - self.bar.n))
                 self.seen = trainer.examples_seen
 
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any):
