@@ -62,11 +62,20 @@ def _cue_gap(res_dynamics, dev, epoch: float) -> float:
     return float(p[cue.to_numpy()].mean() - p[~cue.to_numpy()].mean())
 
 
+def _env() -> dict[str, str]:
+    """The launched processes' environment: offline, one thread each, gloo on the
+    loopback interface (a sandbox's host name may not resolve to a usable one)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    if sys.platform.startswith("linux"):
+        env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    return env
+
+
 def _torchrun(
     model: str, out: Path, reports: Path, config: dict, ok: bool = True
 ) -> subprocess.CompletedProcess:
     reports.mkdir()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    env = _env()
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "src"), env.get("PYTHONPATH", "")])
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
            str(ROOT / "tests" / "ddp_finetune_worker.py"), model, str(out), str(reports),
@@ -173,7 +182,7 @@ def test_spurious_train_under_torchrun_reports_once(tiny_model, tmp_path):
             paths[name], orient="records", lines=True
         )
     out = tmp_path / "out"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    env = _env()
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
            str(Path(sys.executable).with_name("spurious")), "train", str(paths["train"]),
            "--eval", str(paths["dev"]), "--task", "nli", "--model", tiny_model, "--epochs", "2",
