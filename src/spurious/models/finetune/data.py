@@ -202,3 +202,23 @@ class PadCollator:
             if key in items[0]:
                 out[key] = torch.tensor([it[key] for it in items], dtype=torch.float32)
         return out
+
+
+def epoch_generator(seed: int, epoch: int) -> Any:
+    """The ``torch.Generator`` that shuffles epoch ``epoch`` (0-based) of a fine-tune with
+    ``seed``: seeded from ``(seed, epoch)`` alone, so every process of a data-parallel
+    run, a resumed run and both training loops draw the same length-grouped order.
+
+    Examples
+    --------
+    >>> import torch
+    >>> a, b = epoch_generator(0, 1), epoch_generator(0, 1)
+    >>> torch.equal(torch.randperm(9, generator=a), torch.randperm(9, generator=b))
+    True
+    """
+    import torch
+
+    state = np.random.SeedSequence([int(seed), int(epoch)]).generate_state(2, np.uint32)
+    generator = torch.Generator()
+    generator.manual_seed(int(state[0]) << 32 | int(state[1]))
+    return generator

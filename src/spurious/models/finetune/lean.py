@@ -9,7 +9,9 @@ does the same optimisation with nothing around it:
   the Trainer's warm-up rule ``ceil(ratio * steps)``); gradient clipping; gradient
   accumulation; autocast, with a gradient scaler for fp16;
 - length-grouped batches from ``transformers``' own ``LengthGroupedSampler`` (a random
-  permutation otherwise), drawn from a generator seeded by ``FineTuneConfig.seed``;
+  permutation otherwise), epoch ``e``'s order drawn as the Trainer loop draws it: from
+  ``(FineTuneConfig.seed, e)`` (:func:`~spurious.models.finetune.data.epoch_generator`;
+  the random permutation from ``seed + e``, accelerate's seedable sampler's rule);
 - no host synchronisation inside an epoch: the loss is summed on the device, the
   training logits stay on the device until the epoch ends (the
   :class:`~spurious.models.finetune.recording.DynamicsRecorder` is shared with the
@@ -20,9 +22,10 @@ does the same optimisation with nothing around it:
   the same result.
 
 It does not run ``transformers.TrainerCallback`` objects and is single-process; those
-cases use the Trainer (``FineTuneConfig.loop``). The two loops draw different batch
-orders and dropout masks from the same seed, so their results agree within seed noise,
-not bit for bit (``bench/bench_finetune_gpu.py`` measures both).
+cases use the Trainer (``FineTuneConfig.loop``). The two loops draw the same batch
+order but different dropout masks from the same seed, so their results agree within seed
+noise, not bit for bit (``bench/bench_finetune_gpu.py`` measures both); without dropout
+they are the same optimisation (``tests/test_finetune_lean.py``).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spurious.models.finetune.config import FineTuneConfig
-from spurious.models.finetune.data import EncodedSplit, PadCollator
+from spurious.models.finetune.data import EncodedSplit, PadCollator, epoch_generator
 from spurious.models.finetune.debias import HeadInput
 from spurious.models.finetune.job import TrainingJob
 from spurious.models.finetune.lean_state import (
@@ -76,9 +79,16 @@ def decay_parameter_names(model: Any) -> set[str]:
 
 
 def steps_per_epoch(n_train: int, cfg: FineTuneConfig) -> int:
-    """Optimiser steps per epoch (the Trainer's count: batches // accumulation, >= 1)."""
+    """Optimiser steps per epoch, the Trainer's count (transformers 5): every
+    ``gradient_accumulation_steps`` batches, and one more over a trailing partial group.
+
+    Examples
+    --------
+    >>> steps_per_epoch(119, FineTuneConfig(batch_size=8, gradient_accumulation_steps=2))
+    8
+    """
     batches = math.ceil(n_train / cfg.batch_size)
-    return max(1, batches // cfg.gradient_accumulation_steps)
+    return max(1, math.ceil(batches / cfg.gradient_accumulation_steps))
 
 
 def run_lean(job: TrainingJob) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
@@ -209,7 +219,6 @@ def _make_optimisation(
             optimizer, math.ceil(cfg.warmup_ratio * total_steps), total_steps
         ),
         torch.amp.GradScaler("cuda") if precision == "fp16" else None,
-        torch.Generator().manual_seed(cfg.seed),
     )
 
 
@@ -307,47 +316,52 @@ def _train_epoch(
     train_pass: bool,
     bar: Any,
 ) -> float:
-    """One epoch of steps; returns its mean batch loss (the epoch's one host sync)."""
+    """One epoch of steps; returns its mean step loss, the Trainer's logged loss (the
+    epoch's one host sync)."""
     import torch
 
     epoch = state.epochs_done  # 0-based index of the epoch being trained
-    order = _epoch_order(run.split, cfg, opt.generator)
+    order = _epoch_order(run.split, cfg, epoch)
     batches = [order[i : i + cfg.batch_size] for i in range(0, len(order), cfg.batch_size)]
     per_epoch = cfg.dynamics_per_epoch
     targets = {round(j * spe / per_epoch) for j in range(1, per_epoch)} - {0, spe}
     loss_sum = torch.zeros((), device=run.device)
     step_in_epoch = 0
     nxt = run.batch(batches[0])
+    # A trailing partial group of batches is one more step, its loss the mean over the
+    # batches it has (as the Trainer's current_gradient_accumulation_steps).
+    full = len(batches) - len(batches) % run.gas
     for b, rows in enumerate(batches):
         batch = nxt
         if b + 1 < len(batches):  # pad and copy the next batch while this one runs
             nxt = run.batch(batches[b + 1])
         loss, logits, idx = run.loss(batch, len(rows))
-        scaled = loss / run.gas
+        scaled = loss / (run.gas if b < full else len(batches) - full)
         (opt.scaler.scale(scaled) if opt.scaler is not None else scaled).backward()
-        loss_sum += loss.detach()
+        loss_sum += scaled.detach()  # a step's sum is its batches' mean loss
         if run.capture:
             recorder.capture(idx, logits)
         if (b + 1) % run.gas == 0 or b + 1 == len(batches):
-            if step_in_epoch < spe:
-                _optimizer_step(run.model, opt, cfg.max_grad_norm)
-                state.global_step += 1
-                step_in_epoch += 1
-            else:  # the Trainer's count drops a trailing partial accumulation
-                opt.optimizer.zero_grad(set_to_none=True)
+            _optimizer_step(run.model, opt, cfg.max_grad_norm)
+            state.global_step += 1
+            step_in_epoch += 1
             if step_in_epoch in targets:
                 recorder.snapshot(
                     run.model, epoch + step_in_epoch / spe, state.global_step, train=train_pass
                 )
         if bar is not None:
             bar.update(len(rows))
-    epoch_loss = float(loss_sum) / len(batches)
-    state.loss_sum += epoch_loss * len(batches)
-    state.loss_batches += len(batches)
+    # The Trainer's logged loss: the mean over the epoch's optimiser steps.
+    epoch_loss = float(loss_sum) / step_in_epoch
+    state.loss_sum += epoch_loss * step_in_epoch
+    state.loss_batches += step_in_epoch  # (steps: the name stays for old checkpoints)
     return epoch_loss
 
 
-def _epoch_order(split: EncodedSplit, cfg: FineTuneConfig, generator: Any) -> list[int]:
+def _epoch_order(split: EncodedSplit, cfg: FineTuneConfig, epoch: int) -> list[int]:
+    """The rows of (0-based) epoch ``epoch`` in training order, as the Trainer loop
+    draws them (:class:`~spurious.models.finetune.trainer.EpochSeededSampler`; a random
+    order as accelerate's ``SeedableRandomSampler``: ``randperm`` seeded ``seed + e``)."""
     import torch
 
     if cfg.group_by_length:
@@ -356,9 +370,10 @@ def _epoch_order(split: EncodedSplit, cfg: FineTuneConfig, generator: Any) -> li
         sampler = LengthGroupedSampler(
             cfg.batch_size * cfg.gradient_accumulation_steps,
             lengths=split.lengths.tolist(),
-            generator=generator,
+            generator=epoch_generator(cfg.seed, epoch),
         )
         return list(sampler)
+    generator = torch.Generator().manual_seed(cfg.seed + epoch)
     return torch.randperm(len(split), generator=generator).tolist()
 
 

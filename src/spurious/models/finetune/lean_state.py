@@ -2,7 +2,7 @@
 
 A checkpoint folder ``checkpoint-<step>`` holds the weights (``model.safetensors``), the
 best epoch's weights (``best.safetensors``, with early stopping), the optimiser,
-scheduler, scaler, batch-order generator and RNG streams (``optimizer.pt``, a
+scheduler, scaler and RNG streams (``optimizer.pt``, a
 ``torch.save`` file read back with ``weights_only=True``: tensors and plain containers
 only), the dynamics so far, the per-epoch timing and, written last, the loop's state
 (``spurious_lean_state.json``). It is written in a temporary folder and renamed into
@@ -49,7 +49,6 @@ class Optimisation:
     optimizer: Any
     scheduler: Any
     scaler: Any  # torch.amp.GradScaler for fp16, else None
-    generator: Any  # the batch order's torch.Generator
 
 
 def _rng_state() -> dict[str, Any]:
@@ -87,7 +86,6 @@ def save_checkpoint(
                 "optimizer": opt.optimizer.state_dict(),
                 "scheduler": opt.scheduler.state_dict(),
                 "scaler": None if opt.scaler is None else opt.scaler.state_dict(),
-                "generator": opt.generator.get_state(),
                 "rng": _rng_state(),
             },
             tmp / _OPTIMIZER,
@@ -132,7 +130,6 @@ def load_checkpoint(
     opt.scheduler.load_state_dict(blob["scheduler"])
     if opt.scaler is not None and blob["scaler"] is not None:
         opt.scaler.load_state_dict(blob["scaler"])
-    opt.generator.set_state(blob["generator"])
     torch.set_rng_state(blob["rng"]["cpu"])
     if "cuda" in blob["rng"] and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(blob["rng"]["cuda"])

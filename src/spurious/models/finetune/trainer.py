@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from spurious.models.finetune.config import FineTuneConfig
-from spurious.models.finetune.data import EncodedSplit, PadCollator
+from spurious.models.finetune.data import EncodedSplit, PadCollator, epoch_generator
 from spurious.models.finetune.debias import SIDE_KEYS, HeadInput, SideInputs, SideInputSplit
 from spurious.models.finetune.job import TrainingJob
 from spurious.models.finetune.outputs import RUN_FILE
@@ -333,8 +333,9 @@ class EpochSeededSampler:
     the global torch RNG, which dropout advances differently in each process of a
     data-parallel run: from the second epoch on the processes drew different orders and
     their shards overlapped (measured: 181 and 164 of 225 rows trained in epochs 2 and 3,
-    some twice). Here every process draws epoch ``e``'s order from the same seed, and a
-    resumed epoch redraws the order it was interrupted in. The Trainer (through
+    some twice). Here every process draws epoch ``e``'s order from the same seed
+    (:func:`~spurious.models.finetune.data.epoch_generator`, as the lean loop does), and
+    a resumed epoch redraws the order it was interrupted in. The Trainer (through
     accelerate's data loader) calls :meth:`set_epoch` before each epoch.
 
     Examples
@@ -362,13 +363,7 @@ class EpochSeededSampler:
         self.epoch = int(epoch)
 
     def __iter__(self) -> Any:
-        import numpy as np
-        import torch
-
-        state = np.random.SeedSequence([self.seed, self.epoch]).generate_state(2, np.uint32)
-        generator = torch.Generator()
-        generator.manual_seed(int(state[0]) << 32 | int(state[1]))
-        self.sampler.generator = generator
+        self.sampler.generator = epoch_generator(self.seed, self.epoch)
         return iter(self.sampler)
 
     def __len__(self) -> int:
