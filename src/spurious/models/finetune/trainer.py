@@ -281,7 +281,8 @@ def _trainer_class(base: type) -> type:
             from transformers.trainer_pt_utils import LengthGroupedSampler
 
             if isinstance(sampler, LengthGroupedSampler):
-                return EpochSeededSampler(sampler, self.args.data_seed or self.args.seed)
+                seed = self.args.data_seed
+                return EpochSeededSampler(sampler, self.args.seed if seed is None else seed)
             return sampler
 
         def _debiased_loss(
