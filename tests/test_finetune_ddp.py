@@ -44,6 +44,9 @@ CONFIG = {
     "inference_batch_size": 64,
     "save_checkpoints": False,
     "loop": "trainer",
+    # Gloo on CPU processes wherever the tests run (on a one-GPU machine two processes
+    # would each ask for their own GPU).
+    "device": "cpu",
 }
 
 
@@ -186,7 +189,7 @@ def test_spurious_train_under_torchrun_reports_once(tiny_model, tmp_path):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
            str(Path(sys.executable).with_name("spurious")), "train", str(paths["train"]),
            "--eval", str(paths["dev"]), "--task", "nli", "--model", tiny_model, "--epochs", "2",
-           "--batch-size", "8", "--loop", "trainer", "--loss", "conf_reg",
+           "--batch-size", "8", "--loop", "trainer", "--loss", "conf_reg", "--device", "cpu",
            "--bias", "partial:hypothesis_only", "--bias-features", "bow", "--out", str(out)]  # fmt: skip
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -89,7 +89,7 @@ def test_without_dropout_the_lean_loop_is_the_trainers_optimisation(
     train, dev = data
     model = make_tiny_bert(tmp_path / "tiny", dropout=False)
     options = {"epochs": 3, "group_by_length": group_by_length, "batch_size": 8,
-               "gradient_accumulation_steps": 2}  # fmt: skip
+               "gradient_accumulation_steps": 2, "device": "cpu"}  # fmt: skip
     runs = {
         loop: fine_tune(
             train, dev, _trainer_cfg(model, loop=loop, **options), tmp_path / loop, progress=False
