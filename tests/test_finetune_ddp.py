@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 pytest.importorskip("torch")
@@ -103,8 +104,6 @@ def test_two_processes_train_every_row_once_per_epoch(tiny_model, tmp_path, loss
     assert len(reports[0]["history"]) == 6 and reports[1]["history"] == []
     metrics = json.loads((tmp_path / "ddp" / "metrics.json").read_text())
     assert [h["epoch"] for h in metrics["history"]] == list(range(1, 7))
-    import pandas as pd
-
     dyn = pd.read_parquet(tmp_path / "ddp" / "dynamics.parquet")
     assert reports[0]["n_dynamics"] == reports[1]["n_dynamics"] == len(dyn)
     for split, ds in (("train", train), ("eval", dev)):
@@ -214,8 +213,6 @@ def test_two_processes_resume_after_an_interruption_bit_for_bit(tiny_model, tmp_
     assert not (tmp_path / "b" / "metrics.json").exists()
     assert (tmp_path / "b" / "checkpoints" / "checkpoint-8").is_dir()
     _torchrun(tiny_model, tmp_path / "b", tmp_path / "rep_c", {**config, "resume": True})
-    import pandas as pd
-
     a, b = (load_file(str(tmp_path / r / "model" / "model.safetensors")) for r in "ab")
     assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
     da, db = (pd.read_parquet(tmp_path / r / "dynamics.parquet") for r in "ab")
