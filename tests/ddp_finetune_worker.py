@@ -23,8 +23,8 @@ from spurious.models.finetune import FineTuneConfig, fine_tune
 
 
 def planted_data():
-    """``(train, dev)``: the fine-tuning tests' planted-cue NLI pairs ("Nobody" in the
-    hypothesis -> contradiction in 90% of the cued rows)."""
+    """``(train, dev)``: the fine-tuning tests' planted-cue NLI pairs ("Nobody doubts
+    that ..." in 90% of the contradiction hypotheses and in no other)."""
     ds = make_nli_artifacts(n=160, artifact_rate=0.9, random_state=0).dataset
     return ds.split(0.25, random_state=0)
 
