@@ -106,9 +106,8 @@ def build_trainer(
     # accumulation steps and not multiply it by the process count, which it does for a
     # model whose forward takes loss kwargs (BERT's does, and drops them). Unset, the
     # loss and its gradients came out gradient_accumulation_steps x processes too large.
+    # (The Trainer derives its loss_is_scaled_for_ga from this: False.)
     trainer.model_accepts_loss_kwargs = False
-    if hasattr(trainer, "loss_is_scaled_for_ga"):
-        trainer.loss_is_scaled_for_ga = False
     if loss_module is not None:
         trainer.debias_loss = loss_module
         if loss_module.needs_hidden:
