@@ -34,6 +34,7 @@ import os
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -362,8 +363,14 @@ def execute(
         raise
     t1 = time.perf_counter()
     run_executor = use_executor(executor, start=False, close=True)
-    with datasets_progress(ctx.progress), run_executor, use_device(device):
-        results = run_analyses(analyses, ctx, out=out, on_result=on_result, resume=resume)
+    ahead = None  # report sections rendered while the analyses run, on long runs
+    if report and out is not None:
+        from spurious.report.prefetch import SectionPrefetch
+
+        ahead = SectionPrefetch.for_run(out, len(ctx.train), unmet)
+    with datasets_progress(ctx.progress), run_executor, use_device(device), ahead or nullcontext():
+        on_each = on_result if ahead is None else ahead.chain(on_result)
+        results = run_analyses(analyses, ctx, out=out, on_result=on_each, resume=resume)
     timings["analyses_s"] = time.perf_counter() - t1
     timings.update({f"{n}_s": r.provenance.timings.get("total_s", 0.0) for n, r in results.items()})
     timings.update({f"artifact:{k}_s": v for k, v in ctx.timings.items()})
@@ -399,7 +406,7 @@ def execute(
 
             with Phases("report", ["rendering report.html"], enabled=ctx.progress) as line:
                 line.start("rendering report.html")  # seconds of plots on a large run
-                run.report = render_report(out)
+                run.report = render_report(out, sections=ahead.sections() if ahead else None)
         release_out(out)
     return run
 

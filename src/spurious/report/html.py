@@ -37,7 +37,7 @@ from spurious.report.components import (
     table_href,
 )
 from spurious.report.overview import ReportEntry, build_overview, render_overview
-from spurious.report.sections import build_section, error_section
+from spurious.report.sections import Section, build_section, error_section
 from spurious.results import Result
 from spurious.utils.io import atomic_write, atomic_write_text, read_json
 
@@ -163,9 +163,12 @@ def _manifest_fingerprints(manifest: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def _entry_for(name: str, result: Result, expected: Mapping[str, str]) -> ReportEntry:
-    """Render one result's section, with a warning when it was computed on other data."""
-    section = build_section(result)
+def _entry_for(
+    name: str, result: Result, expected: Mapping[str, str], section: Section | None = None
+) -> ReportEntry:
+    """Render one result's section (or take ``section``, rendered ahead from the same
+    folder), with a warning when it was computed on other data."""
+    section = build_section(result) if section is None else section
     mismatches = [
         (role, got, expected[role])
         for role, got in (result.provenance.fingerprints or {}).items()
@@ -186,14 +189,18 @@ def _entry_for(name: str, result: Result, expected: Mapping[str, str]) -> Report
     return ReportEntry(name, section, result=result)
 
 
-def _load_entry(folder: Path, expected: Mapping[str, str]) -> ReportEntry:
-    """Load one result folder; load failures become an error (or failed) section."""
+def _load_entry(
+    folder: Path, expected: Mapping[str, str], ahead: Mapping[str, Section] | None = None
+) -> ReportEntry:
+    """Load one result folder; load failures become an error (or failed) section.
+    ``ahead``: sections already rendered from these folders, by analysis name."""
     try:
         result = Result.load(folder)
     except (ResultLoadError, OSError, ValueError, KeyError, TypeError) as e:
         logger.warning("Cannot load the result in %s: %s", folder, e)
         return _unloadable_entry(folder, e)
-    return _entry_for(folder.name, result, expected)
+    section = (ahead or {}).get(result.name) if result.name == folder.name else None
+    return _entry_for(folder.name, result, expected, section)
 
 
 def _unloadable_entry(folder: Path, error: Exception) -> ReportEntry:
@@ -383,13 +390,16 @@ def _page(
     )
 
 
-def build_report_html(run_dir: str | Path) -> str:
+def build_report_html(run_dir: str | Path, *, sections: Mapping[str, Section] | None = None) -> str:
     """Render the report for ``run_dir`` and return the HTML without writing it.
 
     Parameters
     ----------
     run_dir : str or Path
         A run directory (``manifest.json`` plus one folder per analysis).
+    sections : mapping, optional
+        Sections already rendered from this run's folders, by analysis name
+        (:class:`~spurious.report.prefetch.SectionPrefetch`); the others are rendered here.
 
     Returns
     -------
@@ -411,12 +421,13 @@ def build_report_html(run_dir: str | Path) -> str:
     listed = manifest.get("analyses", manifest.get("detectors"))  # earlier name
     order = [str(d) for d in listed] if isinstance(listed, list) else []
     expected = _manifest_fingerprints(manifest)
-    entries = [_load_entry(folder, expected) for folder in _result_folders(run_dir, order)]
+    folders = _result_folders(run_dir, order)
+    entries = [_load_entry(folder, expected, sections) for folder in folders]
     canary = canary_block(run_dir, manifest)
     return _page(run_dir.resolve().name, manifest, entries, warnings, canary, run_dir)
 
 
-def render_report(run_dir: str | Path) -> Path:
+def render_report(run_dir: str | Path, *, sections: Mapping[str, Section] | None = None) -> Path:
     """Render ``run_dir/report.html`` from the run's manifest and results.
 
     Reads ``manifest.json`` (optional) and every sub-folder holding a ``result.json``,
@@ -427,6 +438,9 @@ def render_report(run_dir: str | Path) -> Path:
     ----------
     run_dir : str or Path
         The run directory.
+    sections : mapping, optional
+        Sections already rendered from this run's folders (see
+        :func:`build_report_html`).
 
     Returns
     -------
@@ -457,7 +471,7 @@ def render_report(run_dir: str | Path) -> Path:
     """
     run_dir = Path(run_dir)
     _check_run_dir(run_dir)
-    html = build_report_html(run_dir)
+    html = build_report_html(run_dir, sections=sections)
     out = atomic_write_text(run_dir / REPORT_FILENAME, html)
     logger.info("Wrote report %s (%.0f kB)", out, len(html.encode("utf-8")) / 1024)
     return out

@@ -1,0 +1,266 @@
+"""Report sections rendered in a helper process while the run's analyses go on.
+
+An audit leaves one of two cores idle much of the time: AFLite, minority and partial
+input fit on one thread each, and a quick audit of SNLI dev kept 1.26 cores busy on
+average. Its report then took 5-6 s of one core after the last analysis, most of it
+in the plots of the sections. :class:`SectionPrefetch` renders each result's section in
+one helper process as soon as the result is saved, so after the run only the last
+sections and the page itself remain (``bench/bench_audit_scale.py``; the figures are in
+``docs/architecture.md``).
+
+The helper renders from the saved folder (:meth:`Result.load`), which is what
+:func:`~spurious.report.html.render_report` reads, so the page is the same byte for byte
+(``tests/test_report_prefetch.py``). Whatever the helper cannot vouch for is rendered in
+this process as before: a helper that fails or is slow, a renderer that logged a
+warning, and a result whose renderer here is not the one the helper used (one
+registered or replaced at run time, in a notebook, which a fresh process does not see).
+
+The helper is a ``spawn`` process (no fork of a process that holds torch's and BLAS's
+threads) that ignores Ctrl-C (the run stops it), with one BLAS thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from spurious.report.sections import Section
+    from spurious.results import Result
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ENV_VAR", "MIN_ROWS", "SectionPrefetch", "prefetch_wanted"]
+
+#: ``1`` renders sections ahead on any run with a report, ``0`` never; unset: by
+#: :func:`prefetch_wanted`'s rule.
+ENV_VAR = "SPURIOUS_REPORT_PREFETCH"
+
+#: Below this many training rows a run is too short for the helper to pay for itself:
+#: starting it (an interpreter that imports matplotlib, pandas and the report) costs 2-3
+#: CPU-s, which on a short run only competes with the analyses.
+MIN_ROWS = 5_000
+
+#: How long the page waits for the helper's sections before rendering the rest here.
+WAIT_S = 600.0
+
+
+def prefetch_wanted(n_rows: int, n_analyses: int, *, setting: str | None = None) -> bool:
+    """Whether a run of ``n_analyses`` runnable analyses on ``n_rows`` training rows
+    renders its sections ahead.
+
+    ``setting`` (default: ``$SPURIOUS_REPORT_PREFETCH``) ``"1"`` or ``"0"`` decides;
+    otherwise runs of two analyses or more on :data:`MIN_ROWS` rows or more do.
+
+    Examples
+    --------
+    >>> prefetch_wanted(9842, 9, setting=""), prefetch_wanted(9842, 1, setting="")
+    (True, False)
+    >>> prefetch_wanted(300, 9, setting=""), prefetch_wanted(300, 9, setting="1")
+    (False, True)
+    """
+    forced = (os.environ.get(ENV_VAR, "") if setting is None else setting).strip()
+    if forced in ("0", "1"):
+        return forced == "1"
+    return n_analyses >= 2 and n_rows >= MIN_ROWS
+
+
+def _renderer_id(name: str) -> str:
+    """Which function renders ``name``'s section in this process."""
+    from spurious.report.sections import get_section_renderer
+
+    fn = get_section_renderer(name)
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+class _Count(logging.Handler):
+    """Counts the warnings logged while a section renders (and keeps them off stderr)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.n = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.n += 1
+
+
+def _start() -> None:
+    """The helper's initializer: ignore Ctrl-C, end with the run's process, one BLAS
+    thread, and import the report now, while the run's first analyses go on."""
+    import signal
+    import threading
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_end_with_parent, daemon=True).start()
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)  # the plots' numpy work is small; the run has the cores
+    import spurious.report  # noqa: F401  (matplotlib, pandas, every section module)
+
+    root = logging.getLogger()
+    root.handlers[:] = []
+    root.addHandler(_Count())
+    root.setLevel(logging.WARNING)
+
+
+def _end_with_parent() -> None:
+    """Exit when the run's process ends, however it ends: a run killed outright (the
+    out-of-memory killer, a CI timeout) leaves no idle helper behind, which a helper
+    waiting for work would otherwise be."""
+    import multiprocessing
+
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        parent.join()  # returns when the parent's sentinel closes
+        os._exit(0)
+
+
+def _render(folder: str) -> dict[str, str] | None:
+    """In the helper: the section of the result saved in ``folder``, as plain strings,
+    or ``None`` when rendering it logged a warning (the run renders it itself, so the
+    warning shows there as before)."""
+    from spurious.report.sections import build_section
+    from spurious.results import Result
+
+    counter = next(h for h in logging.getLogger().handlers if isinstance(h, _Count))
+    before = counter.n
+    result = Result.load(folder)
+    section = build_section(result)
+    if counter.n != before:
+        return None
+    return {
+        "renderer": _renderer_id(result.name),
+        "title": section.title,
+        "html_body": str(section.html_body),
+        "status": section.status,
+        "summary": section.summary,
+    }
+
+
+class SectionPrefetch:
+    """Renders saved results' report sections in a helper process (see the module).
+
+    Use it as a context manager around the run; :meth:`submit` each result once it is
+    saved in ``run_dir/<name>/``, and :meth:`sections` for what the helper rendered.
+
+    Parameters
+    ----------
+    run_dir : path or None
+        The run directory the results are saved in; ``None``: nothing is rendered
+        ahead (every method does nothing), so callers need no second code path.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from spurious.data.synthetic import make_nli_artifacts
+    >>> from spurious.detectors import PartialInput
+    >>> res = PartialInput(features="bow", n_resamples=20).run(
+    ...     make_nli_artifacts(n=200, random_state=0).dataset)
+    >>> run_dir = tempfile.mkdtemp()
+    >>> _ = res.save(f"{run_dir}/partial_input")
+    >>> with SectionPrefetch(run_dir) as ahead:  # doctest: +SKIP
+    ...     ahead.submit(res)
+    ...     sections = ahead.sections()
+    >>> list(sections)  # doctest: +SKIP
+    ['partial_input']
+    """
+
+    def __init__(self, run_dir: str | os.PathLike[str] | None) -> None:
+        self.run_dir = None if run_dir is None else Path(run_dir)
+        self._pool: ProcessPoolExecutor | None = None
+        self._futures: dict[str, Future[dict[str, str] | None]] = {}
+
+    @classmethod
+    def for_run(
+        cls, run_dir: str | os.PathLike[str], n_rows: int, unmet: Mapping[str, list[str]]
+    ) -> SectionPrefetch:
+        """For a run of ``n_rows`` training rows whose analyses' unmet requirements are
+        ``unmet``: enabled where :func:`prefetch_wanted` says so."""
+        runnable = sum(1 for reasons in unmet.values() if not reasons)
+        return cls(run_dir if prefetch_wanted(n_rows, runnable) else None)
+
+    def __enter__(self) -> SectionPrefetch:
+        import multiprocessing
+
+        if self.run_dir is None:
+            return self
+        try:
+            self._pool = ProcessPoolExecutor(
+                1, mp_context=multiprocessing.get_context("spawn"), initializer=_start
+            )
+        except (OSError, ValueError) as e:  # no processes here: render as before
+            logger.info("report sections are rendered after the run: %s", e)
+        return self
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is not None:  # a failed run: no report will ask for the sections
+            self.close()
+
+    def chain(self, on_result: Callable[[Result], None] | None) -> Callable[[Result], None]:
+        """A result callback that queues the section, then calls ``on_result``."""
+
+        def both(result: Result) -> None:
+            self.submit(result)
+            if on_result is not None:
+                on_result(result)
+
+        return both
+
+    def close(self) -> None:
+        """Stop the helper (what it has not started is cancelled)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=_all_done(self._futures), cancel_futures=True)
+            self._pool = None
+
+    def submit(self, result: Result) -> None:
+        """Queue ``result``'s section (an ``ok`` result saved under ``run_dir``)."""
+        if self._pool is None or self.run_dir is None or result.status != "ok":
+            return
+        folder = self.run_dir / result.name
+        if not (folder / "result.json").is_file():
+            return
+        try:
+            self._futures[result.name] = self._pool.submit(_render, os.fspath(folder))
+        except RuntimeError as e:  # a broken or closed pool: render as before
+            logger.info("report section of %s is rendered after the run: %s", result.name, e)
+
+    def sections(self, timeout: float = WAIT_S) -> dict[str, Section]:
+        """The sections the helper rendered, by analysis name; waits for those queued
+        (up to ``timeout`` seconds in all), then stops the helper."""
+        from concurrent.futures import wait
+
+        from markupsafe import Markup
+
+        from spurious.report.sections import Section
+
+        wait(list(self._futures.values()), timeout=timeout)
+        out: dict[str, Section] = {}
+        for name, future in self._futures.items():
+            got = _outcome(name, future)
+            if got is None or got["renderer"] != _renderer_id(name):
+                continue
+            out[name] = Section(
+                got["title"], Markup(got["html_body"]), got["status"], got["summary"]
+            )
+        self.close()
+        return out
+
+
+def _all_done(futures: Mapping[str, Future[Any]]) -> bool:
+    """Whether every queued render has finished (then the helper can be joined at once)."""
+    return all(f.done() for f in futures.values())
+
+
+def _outcome(name: str, future: Future[dict[str, str] | None]) -> dict[str, str] | None:
+    if not future.done():
+        future.cancel()
+        return None
+    try:
+        return future.result()
+    except Exception as e:  # the page renders this section itself, as before
+        logger.info("report section of %s is rendered after the run: %r", name, e)
+        return None
