@@ -5,8 +5,8 @@ input fit on one thread each, and a quick audit of SNLI dev kept 1.26 cores busy
 average. Its report then took 5-6 s of one core after the last analysis, most of it
 in the plots of the sections. :class:`SectionPrefetch` renders each result's section in
 one helper process as soon as the result is saved, so after the run only the last
-sections and the page itself remain (``bench/bench_audit_scale.py``; the figures are in
-``docs/architecture.md``).
+sections and the page itself remain: a quick audit of SNLI dev spent about 4 s less
+outside its analyses (``bench/bench_audit_scale.py``, the README's goal-2 row).
 
 The helper renders from the saved folder (:meth:`Result.load`), which is what
 :func:`~spurious.report.html.render_report` reads, so the page is the same byte for byte
