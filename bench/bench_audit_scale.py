@@ -183,6 +183,10 @@ def run_audit(
         row["warnings"] = m.get("warnings", [])
         row["steps"] = _steps(m)
         row.update(process_peak(row))
+        report = out / "report.html"
+        if report.exists():  # the page's own time after the run (its sections were ahead)
+            after = report.stat().st_mtime - manifest.stat().st_mtime
+            row["report_after_manifest_s"] = round(after, 2)
     if proc.returncode not in (0, 1):  # 1 = a finding at --fail-on; anything else failed
         row["stderr_tail"] = stderr[-2000:]
     return row
