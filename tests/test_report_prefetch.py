@@ -110,7 +110,7 @@ def test_disabled_starts_nothing(run_dir, monkeypatch):
     off = SectionPrefetch(None)
     with off:
         off.submit(Result.load(run_dir / "atlas"))
-        assert off._pool is None
+        assert off._proc is None
     assert off.sections() == {}
     monkeypatch.delenv(ENV_VAR, raising=False)
     both, one = {"a": [], "b": []}, {"a": [], "b": ["needs an evaluation split"]}
@@ -125,20 +125,42 @@ def test_disabled_starts_nothing(run_dir, monkeypatch):
 def test_the_helper_ends_with_a_killed_run(tmp_path):
     """A run killed outright (SIGKILL: no cleanup runs) leaves no helper behind."""
     script = (
-        "import os, signal, sys\n"
+        "import os, signal\n"
         "from spurious.report.prefetch import SectionPrefetch\n"
         f"ahead = SectionPrefetch({str(tmp_path)!r}).__enter__()\n"
-        "ahead._pool.submit(os.getpid).result(timeout=120)  # the helper is up\n"
-        "print(*ahead._pool._processes, flush=True)\n"
+        "print(ahead._proc.pid, flush=True)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
     )
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert run.returncode == -signal.SIGKILL, run.stderr
     helper = int(run.stdout.split()[0])
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while _alive(helper) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _alive(helper)
+
+
+def test_the_helper_does_not_run_the_callers_script(tmp_path):
+    """A script without an ``if __name__ == "__main__"`` guard runs once: the helper
+    is a fresh interpreter that imports the package, never the caller's script."""
+    marker = tmp_path / "ran.txt"
+    script = tmp_path / "audit_script.py"
+    script.write_text(
+        "import pandas as pd\n"
+        "from spurious.report.prefetch import SectionPrefetch\n"
+        "from spurious.results import Result\n"
+        f"with open({str(marker)!r}, 'a') as f:\n"
+        "    f.write('x')\n"
+        "res = Result('plain', pd.DataFrame({'id': ['a']}), {'auc': 0.7}, summary='fine')\n"
+        f"res.save({str(tmp_path / 'plain')!r})\n"
+        f"ahead = SectionPrefetch({str(tmp_path)!r}).__enter__()\n"
+        "ahead.submit(res)\n"
+        "print(sorted(ahead.sections()))\n"
+    )
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "['plain']"  # the helper rendered it
+    assert marker.read_text() == "x"
 
 
 def _alive(pid: int) -> bool:

@@ -12,21 +12,29 @@ The helper renders from the saved folder (:meth:`Result.load`), which is what
 :func:`~spurious.report.html.render_report` reads, so the page is the same byte for byte
 (``tests/test_report_prefetch.py``). Whatever the helper cannot vouch for is rendered in
 this process as before: a helper that fails or is slow, a renderer that logged a
-warning, and a result whose renderer here is not the one the helper used (one
-registered or replaced at run time, in a notebook, which a fresh process does not see).
+warning or raised a Python warning, and a result whose renderer here is not the one the
+helper used (one registered or replaced at run time, in a notebook, which a fresh
+process does not see).
 
-The helper is a ``spawn`` process (no fork of a process that holds torch's and BLAS's
-threads) that ignores Ctrl-C (the run stops it), with one BLAS thread.
+The helper is a plain ``python`` subprocess of the same interpreter and the same
+``spurious`` package (not :mod:`multiprocessing`, whose ``spawn`` would re-run the
+caller's script in the helper when it lacks an ``if __name__ == "__main__"`` guard). It
+reads one JSON line per result on its stdin and answers one JSON line each (no pickle);
+it ignores Ctrl-C (the run stops it), runs one BLAS thread, and ends when its stdin
+closes, which also happens when the run's process dies however it dies.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import subprocess
+import sys
+import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from spurious.report.sections import Section
@@ -88,37 +96,6 @@ class _Count(logging.Handler):
         self.n += 1
 
 
-def _start() -> None:
-    """The helper's initializer: ignore Ctrl-C, end with the run's process, one BLAS
-    thread, and import the report now, while the run's first analyses go on."""
-    import signal
-    import threading
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    threading.Thread(target=_end_with_parent, daemon=True).start()
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(1)  # the plots' numpy work is small; the run has the cores
-    import spurious.report  # noqa: F401  (matplotlib, pandas, every section module)
-
-    root = logging.getLogger()
-    root.handlers[:] = []
-    root.addHandler(_Count())
-    root.setLevel(logging.WARNING)
-
-
-def _end_with_parent() -> None:
-    """Exit when the run's process ends, however it ends: a run killed outright (the
-    out-of-memory killer, a CI timeout) leaves no idle helper behind, which a helper
-    waiting for work would otherwise be."""
-    import multiprocessing
-
-    parent = multiprocessing.parent_process()
-    if parent is not None:
-        parent.join()  # returns when the parent's sentinel closes
-        os._exit(0)
-
-
 def _render(folder: str) -> dict[str, str] | None:
     """In the helper: the section of the result saved in ``folder``, as plain strings,
     or ``None`` when rendering it logged a warning (the run renders it itself, so the
@@ -139,6 +116,33 @@ def _render(folder: str) -> dict[str, str] | None:
         "status": section.status,
         "summary": section.summary,
     }
+
+
+def _serve() -> None:
+    """The helper's loop: one JSON request per stdin line, one JSON answer per stdout
+    line, until stdin closes."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run stops the helper
+    answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # whatever a renderer prints goes to stderr, not into the answers
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)  # the plots' numpy work is small; the run has the cores
+    import spurious.report  # noqa: F401  (matplotlib, pandas, every section module)
+
+    root = logging.getLogger()
+    root.handlers[:] = [_Count()]
+    root.setLevel(logging.WARNING)
+    logging.captureWarnings(True)  # a Python warning counts as a logged one
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            section = _render(request["folder"])
+        except Exception:  # the run renders this one itself
+            section = None
+        answers.write(json.dumps({"name": request["name"], "section": section}) + "\n")
+        answers.flush()
 
 
 class SectionPrefetch:
@@ -171,8 +175,9 @@ class SectionPrefetch:
 
     def __init__(self, run_dir: str | os.PathLike[str] | None) -> None:
         self.run_dir = None if run_dir is None else Path(run_dir)
-        self._pool: ProcessPoolExecutor | None = None
-        self._futures: dict[str, Future[dict[str, str] | None]] = {}
+        self._proc: subprocess.Popen[str] | None = None
+        self._reader: threading.Thread | None = None
+        self._answers: dict[str, dict[str, str] | None] = {}
 
     @classmethod
     def for_run(
@@ -184,16 +189,32 @@ class SectionPrefetch:
         return cls(run_dir if prefetch_wanted(n_rows, runnable) else None)
 
     def __enter__(self) -> SectionPrefetch:
-        import multiprocessing
-
         if self.run_dir is None:
             return self
+        import spurious
+
+        # The helper imports this very package, wherever the run's cwd is (and the
+        # run's PYTHONPATH, made absolute, since the helper runs elsewhere).
+        root = str(Path(spurious.__file__).resolve().parents[1])
+        given = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        path = os.pathsep.join([root, *(os.path.abspath(p) for p in given if p)])
+        code = "from spurious.report.prefetch import _serve; _serve()"
         try:
-            self._pool = ProcessPoolExecutor(
-                1, mp_context=multiprocessing.get_context("spawn"), initializer=_start
+            self._proc = subprocess.Popen(
+                [sys.executable, "-c", code],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+                encoding="utf-8",
+                env={**os.environ, "PYTHONPATH": path},
+                cwd=root,  # not the run's cwd: nothing there can shadow the package
             )
-        except (OSError, ValueError) as e:  # no processes here: render as before
+        except OSError as e:  # no processes here: render as before
             logger.info("report sections are rendered after the run: %s", e)
+            return self
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
         return self
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
@@ -210,57 +231,57 @@ class SectionPrefetch:
 
         return both
 
-    def close(self) -> None:
-        """Stop the helper (what it has not started is cancelled)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=_all_done(self._futures), cancel_futures=True)
-            self._pool = None
+    def _read(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        for line in self._proc.stdout:  # until the helper ends
+            try:
+                answer = json.loads(line)
+                self._answers[str(answer["name"])] = answer["section"]
+            except (ValueError, KeyError, TypeError):  # not ours: ignore it
+                continue
 
     def submit(self, result: Result) -> None:
         """Queue ``result``'s section (an ``ok`` result saved under ``run_dir``)."""
-        if self._pool is None or self.run_dir is None or result.status != "ok":
+        if self._proc is None or self.run_dir is None or result.status != "ok":
             return
         folder = self.run_dir / result.name
         if not (folder / "result.json").is_file():
             return
+        request = {"name": result.name, "folder": os.fspath(folder.resolve())}
         try:
-            self._futures[result.name] = self._pool.submit(_render, os.fspath(folder))
-        except RuntimeError as e:  # a broken or closed pool: render as before
+            assert self._proc.stdin is not None
+            self._proc.stdin.write(json.dumps(request) + "\n")
+            self._proc.stdin.flush()
+        except (OSError, ValueError) as e:  # the helper ended: render as before
             logger.info("report section of %s is rendered after the run: %s", result.name, e)
 
-    def sections(self, timeout: float = WAIT_S) -> dict[str, Section]:
-        """The sections the helper rendered, by analysis name; waits for those queued
-        (up to ``timeout`` seconds in all), then stops the helper."""
-        from concurrent.futures import wait
+    def close(self) -> None:
+        """Stop the helper at once (what it has not rendered is rendered here)."""
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            self._proc = None
 
+    def sections(self, timeout: float = WAIT_S) -> dict[str, Section]:
+        """The sections the helper rendered, by analysis name: waits until it has
+        answered every request (up to ``timeout`` seconds), then stops it."""
         from markupsafe import Markup
 
         from spurious.report.sections import Section
 
-        wait(list(self._futures.values()), timeout=timeout)
+        if self._proc is not None and self._reader is not None:
+            try:
+                assert self._proc.stdin is not None
+                self._proc.stdin.close()  # the helper answers what is queued, then ends
+            except OSError:
+                pass
+            self._reader.join(timeout)
+        self.close()
         out: dict[str, Section] = {}
-        for name, future in self._futures.items():
-            got = _outcome(name, future)
-            if got is None or got["renderer"] != _renderer_id(name):
+        for name, got in list(self._answers.items()):
+            if got is None or got.get("renderer") != _renderer_id(name):
                 continue
             out[name] = Section(
                 got["title"], Markup(got["html_body"]), got["status"], got["summary"]
             )
-        self.close()
         return out
-
-
-def _all_done(futures: Mapping[str, Future[Any]]) -> bool:
-    """Whether every queued render has finished (then the helper can be joined at once)."""
-    return all(f.done() for f in futures.values())
-
-
-def _outcome(name: str, future: Future[dict[str, str] | None]) -> dict[str, str] | None:
-    if not future.done():
-        future.cancel()
-        return None
-    try:
-        return future.result()
-    except Exception as e:  # the page renders this section itself, as before
-        logger.info("report section of %s is rendered after the run: %r", name, e)
-        return None
