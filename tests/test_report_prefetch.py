@@ -86,7 +86,7 @@ def test_a_section_that_logs_a_warning_is_left_to_the_run(run_dir):
     """What the helper does with a section whose rendering logs a warning (a renderer
     that raised, replaced by the generic view): it returns nothing, so this process
     renders the section and the warning shows here as before. Run in this process,
-    with the handler the helper's initializer installs."""
+    with the handler the helper's loop installs."""
     counter, root = prefetch._Count(), logging.getLogger()
     original = SECTION_REGISTRY.get("atlas")
     root.addHandler(counter)

@@ -16,9 +16,10 @@ warning or raised a Python warning, and a result whose renderer here is not the 
 helper used (one registered or replaced at run time, in a notebook, which a fresh
 process does not see).
 
-The helper is a plain ``python`` subprocess of the same interpreter and the same
-``spurious`` package (not :mod:`multiprocessing`, whose ``spawn`` would re-run the
-caller's script in the helper when it lacks an ``if __name__ == "__main__"`` guard). It
+The helper is a plain ``python -I`` subprocess of the same interpreter, given this
+process' ``sys.path``, so it imports the same ``spurious`` package (not
+:mod:`multiprocessing`, whose ``spawn`` would re-run the caller's script in the helper
+when it lacks an ``if __name__ == "__main__"`` guard). It
 reads one JSON line per result on its stdin and answers one JSON line each (no pickle);
 it ignores Ctrl-C (the run stops it), runs one BLAS thread, and ends when its stdin
 closes, which also happens when the run's process dies however it dies.
@@ -55,6 +56,8 @@ MIN_ROWS = 5_000
 
 #: How long the page waits for the helper's sections before rendering the rest here.
 WAIT_S = 600.0
+
+_SERVE = "from spurious.report.prefetch import _serve; _serve()"
 
 
 def prefetch_wanted(n_rows: int, n_analyses: int, *, setting: str | None = None) -> bool:
@@ -191,24 +194,18 @@ class SectionPrefetch:
     def __enter__(self) -> SectionPrefetch:
         if self.run_dir is None:
             return self
-        import spurious
-
-        # The helper imports this very package, wherever the run's cwd is (and the
-        # run's PYTHONPATH, made absolute, since the helper runs elsewhere).
-        root = str(Path(spurious.__file__).resolve().parents[1])
-        given = os.environ.get("PYTHONPATH", "").split(os.pathsep)
-        path = os.pathsep.join([root, *(os.path.abspath(p) for p in given if p)])
-        code = "from spurious.report.prefetch import _serve; _serve()"
+        # The helper resolves imports as this process does (its sys.path, its cwd, and
+        # -I so that no PYTHON* variable or script folder changes that): the same
+        # spurious package, however this one was found.
+        code = f"import sys; sys.path[:] = {list(sys.path)!r}; " + _SERVE
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-c", code],
+                [sys.executable, "-I", "-c", code],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 text=True,
                 encoding="utf-8",
-                env={**os.environ, "PYTHONPATH": path},
-                cwd=root,  # not the run's cwd: nothing there can shadow the package
             )
         except OSError as e:  # no processes here: render as before
             logger.info("report sections are rendered after the run: %s", e)
