@@ -27,6 +27,7 @@ closes, which also happens when the run's process dies however it dies.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -101,8 +102,8 @@ class _Count(logging.Handler):
 
 def _render(folder: str) -> dict[str, str] | None:
     """In the helper: the section of the result saved in ``folder``, as plain strings,
-    or ``None`` when rendering it logged a warning (the run renders it itself, so the
-    warning shows there as before)."""
+    or ``None`` when rendering it logged a warning or raised a Python warning (which the
+    helper logs): the run renders it itself, so the warning shows there as before."""
     from spurious.report.sections import build_section
     from spurious.results import Result
 
@@ -257,6 +258,12 @@ class SectionPrefetch:
         if self._proc is not None:
             self._proc.kill()
             self._proc.wait()
+            if self._reader is not None:
+                self._reader.join(5.0)  # it reads to the end of the dead helper's output
+            for stream in (self._proc.stdin, self._proc.stdout):
+                if stream is not None and not stream.closed:
+                    with contextlib.suppress(OSError):  # requests it never read: dropped
+                        stream.close()
             self._proc = None
 
     def sections(self, timeout: float = WAIT_S) -> dict[str, Section]:
@@ -267,11 +274,9 @@ class SectionPrefetch:
         from spurious.report.sections import Section
 
         if self._proc is not None and self._reader is not None:
-            try:
-                assert self._proc.stdin is not None
-                self._proc.stdin.close()  # the helper answers what is queued, then ends
-            except OSError:
-                pass
+            assert self._proc.stdin is not None
+            with contextlib.suppress(OSError):  # the helper answers what is queued, then ends
+                self._proc.stdin.close()
             self._reader.join(timeout)
         self.close()
         out: dict[str, Section] = {}
