@@ -19,10 +19,10 @@ process does not see).
 The helper is a plain ``python -I`` subprocess of the same interpreter, given this
 process' ``sys.path``, so it imports the same ``spurious`` package (not
 :mod:`multiprocessing`, whose ``spawn`` would re-run the caller's script in the helper
-when it lacks an ``if __name__ == "__main__"`` guard). It
-reads one JSON line per result on its stdin and answers one JSON line each (no pickle);
-it ignores Ctrl-C (the run stops it), runs one BLAS thread, and ends when its stdin
-closes, which also happens when the run's process dies however it dies.
+when it lacks an ``if __name__ == "__main__"`` guard). It reads one JSON line per
+result on its stdin and answers one JSON line each (no pickle); it ignores Ctrl-C (the
+run stops it), runs one BLAS thread, and ends when its stdin closes, which also happens
+when the run's process dies, however it dies.
 """
 
 from __future__ import annotations
