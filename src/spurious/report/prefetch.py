@@ -164,17 +164,16 @@ class SectionPrefetch:
     Examples
     --------
     >>> import tempfile
-    >>> from spurious.data.synthetic import make_nli_artifacts
-    >>> from spurious.detectors import PartialInput
-    >>> res = PartialInput(features="bow", n_resamples=20).run(
-    ...     make_nli_artifacts(n=200, random_state=0).dataset)
+    >>> import pandas as pd
+    >>> from spurious.results import Result
+    >>> res = Result("plain", pd.DataFrame({"id": ["a"]}), {"auc": 0.7}, summary="fine")
     >>> run_dir = tempfile.mkdtemp()
-    >>> _ = res.save(f"{run_dir}/partial_input")
-    >>> with SectionPrefetch(run_dir) as ahead:  # doctest: +SKIP
+    >>> _ = res.save(f"{run_dir}/plain")
+    >>> with SectionPrefetch(run_dir) as ahead:
     ...     ahead.submit(res)
     ...     sections = ahead.sections()
-    >>> list(sections)  # doctest: +SKIP
-    ['partial_input']
+    >>> list(sections), sections["plain"].status
+    (['plain'], 'ok')
     """
 
     def __init__(self, run_dir: str | os.PathLike[str] | None) -> None:
