@@ -42,7 +42,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from aflite_reference import make_embeddings, random_partitions, reference_round  # noqa: E402
-from bench_aflite_round import DATA_KW, SETTINGS  # noqa: E402
+from bench_aflite_round import DATA_KW, SETTINGS, machine_info  # noqa: E402
 from bench_audit_scale import _parse_time  # noqa: E402
 
 RESULTS = HERE / "results" / "aflite_cli.json"
@@ -58,6 +58,13 @@ def write_inputs(folder: Path, X: np.ndarray, y: np.ndarray) -> tuple[Path, Path
     feats = folder / "X.npy"
     np.save(feats, X.astype(np.float32))
     return rows, feats
+
+
+def _machine() -> dict[str, Any]:
+    """The CPU model and its bf16 support: the figures differ between the machines lent."""
+    import torch
+
+    return machine_info(torch)
 
 
 def run_cli(rows: Path, feats: Path, out: Path, m: int, t: int) -> dict[str, Any]:
@@ -131,7 +138,7 @@ def main() -> int:
             "reference_default_over_aflite_step": round(rd / step, 2),
         },
         "goal": ">= 50x the reference per-partition scikit-learn round, end to end via the CLI",
-        "machine": {"cpus": os.cpu_count(), "load_avg_end": os.getloadavg()},
+        "machine": {**_machine(), "load_avg_end": os.getloadavg()},
     }
     tmp_out = RESULTS.with_suffix(".json.tmp")
     tmp_out.write_text(json.dumps(result, indent=2, default=float) + "\n")

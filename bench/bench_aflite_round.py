@@ -615,13 +615,19 @@ def main() -> int:
                 }
             res["reference_note"] = "reference entries kept from an earlier run (--no-reference)"
         res["goal_status"] = goal_status(name, res)
+        # Settings are re-run one at a time, on whatever machine is at hand: each entry
+        # says where and when it was measured (the top-level fields: the latest run).
+        measured_on = {
+            "generated": now_iso(),
+            "command": "python bench/bench_aflite_round.py " + " ".join(sys.argv[1:]),
+            "machine": machine_info(torch),
+            "versions": {**dependency_versions(), "torch": torch.__version__},
+        }
+        res["measured_on"] = measured_on
         results["settings"][name] = res
         results.update(
             {
-                "generated": now_iso(),
-                "command": "python bench/bench_aflite_round.py " + " ".join(sys.argv[1:]),
-                "machine": machine_info(torch),
-                "versions": {**dependency_versions(), "torch": torch.__version__},
+                **measured_on,
                 "development_log": DEVELOPMENT_LOG,
                 "notes": [
                     "Reference rounds marked extrapolated_to_m were timed on the first "

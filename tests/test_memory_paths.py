@@ -12,7 +12,7 @@ from spurious.exceptions import FeatureError
 from spurious.features import pair_features as pf
 from spurious.models.torch_loop import zscore
 from spurious.stats import bootstrap
-from spurious.utils.matrix import all_finite, check_features
+from spurious.utils.matrix import all_finite, check_features, condensed_euclidean
 
 
 def _peak_bytes(fn, *args):
@@ -75,6 +75,34 @@ def test_all_finite_allocates_nothing_array_sized():
     X = np.ones((20_000, 256), dtype=np.float32)
     ok, peak = _peak_bytes(all_finite, X)
     assert ok and peak < X.nbytes / 8, peak  # np.isfinite(X) holds 5 MB of booleans
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("block_entries", [1, 97, 1 << 23])
+def test_condensed_distances_equal_pdist_in_any_blocking(dtype, block_entries):
+    from scipy.spatial.distance import pdist
+
+    rng = np.random.default_rng(0)
+    X = (rng.normal(size=(61, 7)) * 10 + 100).astype(dtype)  # a large common offset
+    X[5] = X[4]  # rounding around a zero distance must not give a NaN
+    got = condensed_euclidean(X, block_entries=block_entries)
+    want = pdist(X.astype(np.float64))
+    assert got.dtype == np.float64 and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-5)
+    assert np.isfinite(got).all() and got.min() >= 0.0
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+def test_condensed_distances_of_few_rows(n):
+    X = np.arange(2 * n, dtype=np.float32).reshape(n, 2)
+    assert condensed_euclidean(X).tolist() == ([] if n < 2 else [np.sqrt(8.0)])
+
+
+def test_condensed_distances_hold_one_block_beside_the_result():
+    X = np.random.default_rng(0).normal(size=(3000, 16)).astype(np.float32)
+    out, peak = _peak_bytes(lambda: condensed_euclidean(X, block_entries=1 << 18))
+    # The result (36 MB) and a float64 copy of X (0.4 MB) and one 2 MB block, never n x n.
+    assert peak < out.nbytes + 8 * 2**20, (peak, out.nbytes)
 
 
 def test_pair_features_equal_hstack_across_blocks(monkeypatch):

@@ -436,7 +436,9 @@ def test_shuffled_labels_switch_rule_and_warn_about_purity(split):
     assert res.details["minority_rule"]["used"] == "least_frequent"
     assert m["anti_biased_fraction_train"] < m["not_majority_share_train"]
     notes = " ".join(res.details["notes"])
-    assert "footnote 10" in notes and "barely beats" in notes
+    # The purity warning, whichever way it is worded (a gain under 5 points, or a larger
+    # gain that the permutation test cannot tell from chance).
+    assert "footnote 10" in notes and "the clusters say little about the labels" in notes
     assert m["purity_p_value"] > 0.05
     head = res.headline
     assert head["severity"] == "info"
@@ -454,7 +456,7 @@ def test_planted_clusters_keep_sec3_rule_without_warning(split):
     ).run(train, test)
     m = res.metrics
     assert m["purity_p_value"] < 0.01 and m["purity_excess"] > 0.05
-    assert not any("barely beats" in n for n in res.details["notes"])
+    assert not any("say little about the labels" in n for n in res.details["notes"])
     assert m["weighted_majority_share"] - m["base_majority_share"] == pytest.approx(
         m["purity_gain"]
     )

@@ -18,6 +18,7 @@ from spurious._version import __version__
 TRACKED_PACKAGES = (
     "numpy",
     "scipy",
+    "fastcluster",
     "scikit-learn",
     "pandas",
     "pyarrow",
