@@ -231,7 +231,9 @@ def matmul_gflops(torch, dtype, shape=(4096, 4096, 4096), repeats=5) -> float:
     return 2.0 * m * k * n / statistics.median(times) / 1e9
 
 
-def machine_info(torch) -> dict[str, Any]:
+def cpu_info() -> tuple[str, str]:
+    """The CPU's model name and flags from ``/proc/cpuinfo`` (empty where unreadable): the
+    machines lent differ between sessions, so every result names its CPU."""
     cpu, flags = "", ""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -241,6 +243,11 @@ def machine_info(torch) -> dict[str, Any]:
                 flags = line.split(":", 1)[1]
     except OSError:
         pass
+    return cpu, flags
+
+
+def machine_info(torch) -> dict[str, Any]:
+    cpu, flags = cpu_info()
     mem = ""
     with contextlib.suppress(OSError):
         mem = Path("/proc/meminfo").read_text().splitlines()[0].split(":", 1)[1].strip()

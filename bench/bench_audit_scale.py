@@ -46,6 +46,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
+from bench_aflite_round import cpu_info  # noqa: E402
 from bench_leakage_scale import snli_like  # noqa: E402  (the same SNLI-like rows)
 
 WORK = ROOT / "bench" / "data" / "audit_scale"
@@ -279,7 +280,7 @@ def main() -> int:
         print(f"audit --{args.profile} on {n:,} SNLI-like pairs ...", flush=True)
         row = run_size(n, args.profile, args.cold, args.timeout, args.extra)
         row.update(cold_cache=args.cold, extra=args.extra, load_avg_end=os.getloadavg())
-        row.update(code=_code_version(), bench_command=_bench_command())
+        row.update(code=_code_version(), bench_command=_bench_command(), cpu=cpu_info()[0])
         runs[str(n)] = row
         print(
             f"  wall {row.get('wall_s')} s, CPU {row.get('user_s', 0) + row.get('sys_s', 0):.0f} s, "
@@ -319,8 +320,7 @@ def _run_file(results: dict[str, Any], args: argparse.Namespace) -> int:
         load_start = os.getloadavg()
         row = run_audit(args.data, key, args.profile, case == "cold", args.timeout, args.extra)
         row.update(load_avg_start=load_start, load_avg_end=os.getloadavg())
-        row["code"] = _code_version()
-        row["bench_command"] = _bench_command()
+        row.update(code=_code_version(), bench_command=_bench_command(), cpu=cpu_info()[0])
         rows[case] = row
         print(f"  wall {row.get('wall_s')} s, peak {row.get('peak_rss_gib')} GiB", flush=True)
         _save(results, args)
