@@ -206,7 +206,7 @@ def _cut(Z: np.ndarray, k: int) -> np.ndarray:
 
 def _ward_exact(X: np.ndarray, k: int, rows: np.ndarray | None = None) -> np.ndarray:
     # fastcluster is what paper 002 ran (App. C.2, "with the default settings"): the same
-    # nearest-neighbour chain as SciPy's linkage, 2-2.8x faster on one thread, and with
+    # nearest-neighbour chain as SciPy's linkage, 2.2-2.6x faster on one thread, and with
     # preserve_input=False it works in the distance matrix itself instead of a copy
     # (bench/bench_ward_exact.py).
     import fastcluster
