@@ -58,6 +58,7 @@ from spurious.detectors.aflite.baselines import (  # noqa: E402
     random_subset_baseline,
 )
 from spurious.features import make_featurizer  # noqa: E402
+from spurious.provenance import cpu_model  # noqa: E402
 from spurious.utils.io import atomic_write_json, read_json  # noqa: E402
 from spurious.views import get_view  # noqa: E402
 
@@ -278,6 +279,7 @@ def eval_mode(args: argparse.Namespace) -> dict[str, Any]:
         },
         "machine": {
             "python": platform.python_version(),
+            "cpu": cpu_model(),
             "cpus": os.cpu_count(),
             "blas_threads": os.environ.get("OMP_NUM_THREADS"),
         },
@@ -468,6 +470,7 @@ def main() -> int:
         paper_table3=PAPER_TABLE3,
         machine={
             "python": platform.python_version(),
+            "cpu": cpu_model(),
             "cpus": os.cpu_count(),
             "blas_threads": os.environ.get("OMP_NUM_THREADS"),
         },

@@ -60,6 +60,7 @@ from sklearn.svm import SVC  # noqa: E402
 from spurious.data import Dataset  # noqa: E402
 from spurious.data.synthetic import CIRCLE_SEPARATIONS, make_concentric_circles  # noqa: E402
 from spurious.detectors.aflite import AFLite  # noqa: E402
+from spurious.provenance import cpu_model  # noqa: E402
 from spurious.utils.io import atomic_write_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -408,6 +409,7 @@ def main() -> int:
             "wall_seconds": round(wall, 1),
             "machine": {
                 "python": platform.python_version(),
+                "cpu": cpu_model(),
                 "cpus": os.cpu_count(),
                 "blas_threads": os.environ.get("OMP_NUM_THREADS"),
             },

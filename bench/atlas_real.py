@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from spurious.provenance import cpu_model
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 OUT = ROOT / "bench" / "results" / "atlas_real.json"
@@ -182,7 +184,11 @@ def main() -> int:
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     results["data"] = __doc__.split("\n\n")[1].replace("\n", " ")
     results["scale_note"] = __doc__.split("\n\n")[3].replace("\n", " ")
-    results["machine"] = {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg()}
+    results["machine"] = {
+        "cpu": cpu_model(),
+        "cpus": os.cpu_count(),
+        "load_avg_at_start": os.getloadavg(),
+    }
     if args.only in (None, "atlas"):
         results["atlas"] = run_atlas()
         atomic_write_json(args.out, results)

@@ -45,6 +45,8 @@ from typing import Any
 
 import numpy as np
 
+from spurious.provenance import cpu_model
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DATA = REPO.parent / "shared" / "data"
@@ -201,6 +203,7 @@ def main() -> None:
         "command": "python bench/bench_aflite_default.py" + (" --agreement" * args.agreement),
         "profile_before": PROFILE_BEFORE,
         "machine": {
+            "cpu": cpu_model(),
             "cpu_count": os.cpu_count(),
             "torch_threads": torch.get_num_threads(),
             "load_avg_start": [round(x, 2) for x in os.getloadavg()],

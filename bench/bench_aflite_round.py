@@ -43,6 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from spurious.provenance import cpu_model
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
@@ -232,18 +234,18 @@ def matmul_gflops(torch, dtype, shape=(4096, 4096, 4096), repeats=5) -> float:
 
 
 def cpu_info() -> tuple[str, str]:
-    """The CPU's model name and flags from ``/proc/cpuinfo`` (empty where unreadable): the
-    machines lent differ between sessions, so every result names its CPU."""
-    cpu, flags = "", ""
+    """The CPU's model name (:func:`spurious.provenance.cpu_model`) and its flags from
+    ``/proc/cpuinfo`` (empty where unreadable): the machines lent differ between
+    sessions, so every result names its CPU."""
+    flags = ""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name") and not cpu:
-                cpu = line.split(":", 1)[1].strip()
-            if line.startswith("flags") and not flags:
+            if line.startswith("flags"):
                 flags = line.split(":", 1)[1]
+                break
     except OSError:
         pass
-    return cpu, flags
+    return cpu_model(), flags
 
 
 def machine_info(torch) -> dict[str, Any]:

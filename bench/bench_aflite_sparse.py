@@ -49,6 +49,8 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from spurious.provenance import cpu_model  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 DATA = ROOT.parent / "shared" / "data" / "snli" / "test_tokenized.jsonl"
@@ -198,6 +200,7 @@ def main() -> None:
         "data": {"file": "snli/test_tokenized.jsonl", "n": n, "t": t, "m": args.partitions},
         "threads": 1,
         "machine": {
+            "cpu": cpu_model(),
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "torch": torch.__version__,

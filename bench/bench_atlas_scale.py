@@ -136,7 +136,13 @@ def main() -> int:
 
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     results["data"] = __doc__.split("\n\n")[1].replace("\n", " ")
-    results["machine"] = {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg()}
+    from spurious.provenance import cpu_model
+
+    results["machine"] = {
+        "cpu": cpu_model(),
+        "cpus": os.cpu_count(),
+        "load_avg_at_start": os.getloadavg(),
+    }
     key = "bigrams" if args.bigrams else "unigrams"
     if args.analysis == "associations":
         key = f"associations_{args.n_permutations}_permutations"

@@ -36,6 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
+from spurious.provenance import cpu_model
+
 # The real datasets live in shared/data beside the repository.
 SNLI_DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "snli" / "dev.jsonl"
 RESULTS = Path(__file__).resolve().parent / "results" / "encode.json"
@@ -56,17 +58,6 @@ def load_sentences(path: Path, n: int) -> tuple[list[str], list[str]]:
             if len(stream) >= n and len(unique) >= n:
                 break
     return stream, list(unique)
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def loadavg() -> float | None:

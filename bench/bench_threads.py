@@ -43,6 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from spurious.provenance import cpu_model
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 DATA = ROOT.parent / "shared" / "data" / "snli" / "test_tokenized.jsonl"
@@ -136,6 +138,7 @@ def main() -> None:
         + f" --repeats {args.repeats}",
         "generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": {
+            "cpu": cpu_model(),
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "torch": torch.__version__,

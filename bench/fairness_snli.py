@@ -45,6 +45,7 @@ from sklearn.linear_model import LogisticRegression  # noqa: E402
 import spurious  # noqa: E402
 from spurious import load_dataset  # noqa: E402
 from spurious.context import RunContext  # noqa: E402
+from spurious.provenance import cpu_model  # noqa: E402
 from spurious.utils.io import atomic_write_text  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -245,7 +246,11 @@ def main() -> None:
             "analysis_with_report": round(t_analysis, 1),
             "analysis": res.provenance.timings.get("total_s"),
         },
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "machine": {
+            "cpu": cpu_model(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+        },
         "run_dir": str(out / "run"),
     }
     dest = ROOT / args.results

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import hashlib
+import os
 import platform
 import sys
 from dataclasses import asdict, dataclass, field, fields
@@ -28,12 +29,37 @@ TRACKED_PACKAGES = (
 )
 
 
+@functools.lru_cache(maxsize=1)
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``, else :func:`platform.processor`; empty
+    where neither says).
+
+    Timings only compare on one machine, and float results can differ between CPU
+    families (BLAS kernels pick AVX-512 or AMX paths), so every result names its CPU.
+
+    Examples
+    --------
+    >>> isinstance(cpu_model(), str)
+    True
+    """
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:  # not Linux
+        pass
+    return platform.processor()
+
+
 def dependency_versions() -> dict[str, str]:
-    """Installed versions of the tracked dependencies (missing ones are omitted), and
-    the machine's GPU when the run's torch saw one (``"gpu"``): the model-based steps ran
-    there unless the config pins ``"device"`` (results on a GPU differ from the CPU's at
-    float rounding)."""
+    """Installed versions of the tracked dependencies (missing ones are omitted), the
+    machine's CPU model and core count (``"cpu"``, ``"cpus"``), and its GPU when the
+    run's torch saw one (``"gpu"``): the model-based steps ran there unless the config
+    pins ``"device"`` (results on a GPU differ from the CPU's at float rounding)."""
     out = {"python": sys.version.split()[0], "platform": platform.platform()}
+    out["cpu"] = cpu_model()
+    out["cpus"] = str(os.cpu_count() or "")
     for pkg in TRACKED_PACKAGES:
         try:
             out[pkg] = metadata.version(pkg)
