@@ -100,6 +100,15 @@ def main() -> None:
         "(seeded; written to runs/amplify-mnli-inputs/); writes amplify_mnli.json",
     )
     ap.add_argument(
+        "--marking-seed",
+        type=int,
+        default=0,
+        help="seed of the marking analyses (cartography's MLP, minority's clustering); "
+        "--seeds varies only the evaluation. A seed other than 0 writes "
+        "amplify_<data>_mark<seed>.json and runs/amplify-<data>-mark<seed>/, so the "
+        "spread of the drops over the marking's own randomness can be read off",
+    )
+    ap.add_argument(
         "--no-minority",
         action="store_true",
         help="cartography definitions only (q stays 21%%); writes amplify_snli_cartography.json",
@@ -110,20 +119,23 @@ def main() -> None:
     t0 = time.perf_counter()
 
     # The headline's permuted-label null is not needed for the marks: skip its 10 extra maps.
-    analyses = {"cartography": {"features": features, "random_state": 0, "null_permutations": 0}}
+    mark = args.marking_seed
+    analyses = {"cartography": {"features": features, "random_state": mark, "null_permutations": 0}}
     if "minority" in load_analyses() and not args.no_minority:
-        analyses["minority"] = {"features": features, "random_state": 0}
+        analyses["minority"] = {"features": features, "random_state": mark}
     data, evaluation = str(DATA / "test_tokenized.jsonl"), str(DATA / "dev.jsonl")
     if args.data == "mnli":
         data, evaluation = mnli_split(OUT.with_name("amplify-mnli-inputs"))
     config = {
         "inputs": {"data": data, "eval": evaluation, "task": "nli"},
         "analyses": analyses,
-        "seed": 0,
+        "seed": mark,
     }
     out_dir = OUT.with_name("amplify-snli-cartography") if args.no_minority else OUT
     if args.data == "mnli":
         out_dir = OUT.with_name("amplify-mnli")
+    if mark:
+        out_dir = out_dir.with_name(f"{out_dir.name}-mark{mark}")
     run = execute(config, out=out_dir / "run", progress=False, force=True)
     failed = {n: r.error for n, r in run.results.items() if r.status != "ok"}
     if failed:
@@ -161,6 +173,7 @@ def main() -> None:
         )
         + f", marked on the fast path: frozen {features} features, MLP {epochs} epochs",
         "seeds": args.seeds,
+        "marking_seed": mark,
         "definitions": defs,
         "split_sizes": {
             d: {n: int(m.sum()) for n, (_r, m) in amp.definitions[d].splits.items()} for d in defs
@@ -195,6 +208,8 @@ def main() -> None:
         out = RESULTS.with_name("amplify_snli_cartography.json") if args.no_minority else RESULTS
         if args.data == "mnli":
             out = RESULTS.with_name("amplify_mnli.json")
+        if mark:
+            out = out.with_name(f"{out.stem}_mark{mark}.json")
         atomic_write_json(out, result)
     table = result["table1"]
     keys = ("full", "random", "biased", "drop_biased_minus_random")

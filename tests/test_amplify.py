@@ -378,6 +378,8 @@ def test_a_label_removed_from_biased_training_scores_zero_and_is_flagged(nli_spl
     )
     assert "biased" in e["below_chance"] and "full" not in e["below_chance"]
     assert out["chance"] == pytest.approx(1 / 3)
+    # Every result says what its intervals vary, and that the marking is not among it.
+    assert "marking is held fixed" in out["interval_covers"]
     for key in ("full", "random", "biased"):
         s = e[key]
         assert s["ci_low"] - 1e-12 <= np.mean(s["per_seed"]) <= s["ci_high"] + 1e-12
