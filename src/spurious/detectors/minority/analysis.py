@@ -26,6 +26,7 @@ from spurious.detectors.minority.details import (
     cluster_table,
     example_scores,
     minority_marks,
+    split_verdict,
 )
 from spurious.detectors.minority.labels import (
     AUTO_SWITCH_SHARE,
@@ -34,6 +35,14 @@ from spurious.detectors.minority.labels import (
     purity_null,
 )
 from spurious.detectors.minority.methods import method_comparison, run_clusterings
+from spurious.detectors.minority.stability import (
+    STABILITY_METRIC_DOCS,
+    STABILITY_SCORE_COLUMNS,
+    marking_stability,
+    reseeded_clusterings,
+    stability_note,
+    stability_seeds_of,
+)
 from spurious.exceptions import AnalysisError, ParameterError
 from spurious.execution import Executor, executor_config, make_executor
 from spurious.models.clustering import DEFAULT_EXACT_MAX_SAMPLES, DEFAULT_N_PRECLUSTERS, ROUTES
@@ -104,9 +113,16 @@ class MinorityExamples(Detector):
         Minority and biased examples per cluster kept for the report.
     n_threads : int or None, default=1
         BLAS / OpenMP threads while clustering.
+    stability_seeds : int, default=0
+        Cluster this many more times, with the seeds after ``random_state``, and report
+        how much the marked sets overlap (``marking_jaccard_mean`` against its chance
+        level) and how often each example is marked (``marked_frequency``); the marks
+        stay this seed's. Each seed costs one more clustering (an extension: the paper
+        clusters once; see ``docs/methods/minority.md``).
     executor : "local", "ray" or Executor, default="local"
         Where the clusterings run: this method's and, with ``compare_methods``, each
-        other's is one task (see :mod:`spurious.execution`); same clusters on every one.
+        other's is one task, as is each stability seed's (see :mod:`spurious.execution`);
+        same clusters on every one.
     random_state : int, default=0
 
     Examples
@@ -171,6 +187,7 @@ class MinorityExamples(Detector):
         "nearest training example in the clustered representation.",
         "<method>_<stat>": "With compare_methods: mean_minority_share, "
         "n_clusters_minority_over_10pct and homogeneity of plain kmeans / ward on the input.",
+        **STABILITY_METRIC_DOCS,
     }
     score_columns: ClassVar[dict[str, str]] = {
         "id": "Example id.",
@@ -187,6 +204,7 @@ class MinorityExamples(Detector):
         "is_minority_issue": "Same as anti_biased.",
         "nn_distance": "Evaluation examples: distance to the nearest training example.",
         "neighbor_id": "Evaluation examples: id of that training example.",
+        **STABILITY_SCORE_COLUMNS,
     }
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "features": [str],
@@ -208,6 +226,7 @@ class MinorityExamples(Detector):
         "exact_max_samples": [Interval(Integral, 2, None, closed="left")],
         "n_preclusters": [Interval(Integral, 2, None, closed="left")],
         "compare_methods": ["boolean"],
+        "stability_seeds": [Interval(Integral, 0, None, closed="left")],
         "n_examples": [Interval(Integral, 0, None, closed="left")],
         "n_threads": [Interval(Integral, 1, None, closed="left"), None],
         "executor": [str, Executor],
@@ -237,6 +256,7 @@ class MinorityExamples(Detector):
         compare_methods: bool = False,
         n_examples: int = 3,
         n_threads: int | None = 1,
+        stability_seeds: int = 0,
         executor: str | Executor = "local",
         random_state: int | None = 0,
     ) -> None:
@@ -261,6 +281,7 @@ class MinorityExamples(Detector):
         self.compare_methods = compare_methods
         self.n_examples = n_examples
         self.n_threads = n_threads
+        self.stability_seeds = stability_seeds
         self.executor = executor
         self.random_state = random_state
 
@@ -375,10 +396,15 @@ class MinorityExamples(Detector):
         view = get_view(train.task, self.view).name
         X_train, X_eval, feature_s = self._features(ctx, view)
         executor = make_executor(self.executor)
+        y_eval = None if evald is None else evald.labels
         try:
             runs = run_clusterings(
                 executor, self.clustering, self.compare_methods, X_train, train.labels,
-                X_eval, None if evald is None else evald.labels,
+                X_eval, y_eval, n_classes=train.n_classes, options=self._cluster_options(ctx),
+            )  # fmt: skip
+            seeds = stability_seeds_of(self.random_state, self.stability_seeds)
+            reseeded = reseeded_clusterings(
+                executor, self.clustering, seeds, X_train, train.labels, X_eval, y_eval,
                 n_classes=train.n_classes, options=self._cluster_options(ctx),
             )  # fmt: skip
         finally:
@@ -397,7 +423,15 @@ class MinorityExamples(Detector):
         stats = homogeneity_stats(res.counts)
         metrics = self._metrics(res, train, evald, anti, stats)
         rule = res.info["minority_rule"]
+        if reseeded:
+            stability, scores["marked_frequency"] = marking_stability(
+                [r.train_anti_biased for r in (res, *reseeded)],
+                [r.eval_anti_biased if evald is not None else r.train_anti_biased
+                 for r in (res, *reseeded)],
+            )  # fmt: skip
+            metrics.update(stability)
         notes = self._notes(metrics, rule)
+        notes += [n for n in [stability_note(metrics)] if n]
         if "task_model" in res.info:
             metrics["task_model_accuracy"] = float(res.info["task_model"]["train_accuracy"])
         if self.clustering == "deepcluster":
@@ -542,7 +576,7 @@ class MinorityExamples(Detector):
             f"{m.get('weighted_majority_share', float('nan')):.1%} vs label base rate "
             f"{m.get('base_majority_share', float('nan')):.1%}"
         )
-        verdict = _split_verdict(m)
+        verdict = split_verdict(m)
         if details.get("notes"):
             verdict += "; " + " ".join(details["notes"])
         head = self.verdict_scale.headline(
@@ -557,27 +591,3 @@ class MinorityExamples(Detector):
         )
         head["verdict"] = verdict
         return head
-
-
-def _split_verdict(m: dict[str, float]) -> str:
-    """Whether the marks give an anti-biased split; never claimed when nothing is marked.
-
-    Examples
-    --------
-    >>> _split_verdict({"n_anti_biased_train": 0.0, "n_train": 10.0, "n_clusters": 10.0})[:33]
-    'no anti-biased split: no training'
-    >>> _split_verdict({"n_anti_biased_train": 5.0})[:29]
-    'anti-biased split available f'
-    """
-    if not m.get("n_anti_biased_train", 0.0) > 0:
-        return (
-            "no anti-biased split: no training example is a minority example of its cluster "
-            f"({m.get('n_train', 0.0):,.0f} examples in {m.get('n_clusters', 0.0):,.0f} "
-            "clusters); nothing to amplify"
-        )
-    if "n_anti_biased_eval" in m and not m["n_anti_biased_eval"] > 0:
-        return (
-            "no anti-biased test split: no evaluation example is a minority example of the "
-            "cluster of its nearest training example"
-        )
-    return "anti-biased split available for bias amplification (paper 002)"

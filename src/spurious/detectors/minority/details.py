@@ -3,7 +3,8 @@
 :func:`example_scores` is the per-example score table of the scored split;
 :func:`cluster_table` lists the clusters with their label counts and minority labels;
 :func:`cluster_examples` samples minority and biased examples of each cluster for the
-report; :func:`minority_marks` writes the anti-biased marks in ``Result.marks`` form.
+report; :func:`minority_marks` writes the anti-biased marks in ``Result.marks`` form;
+:func:`split_verdict` says whether they make an anti-biased split.
 """
 
 from __future__ import annotations
@@ -128,3 +129,27 @@ def minority_marks(dataset: Dataset, split: str, anti: np.ndarray) -> pd.DataFra
             "anti_biased": np.asarray(anti, dtype=bool),
         }
     )
+
+
+def split_verdict(m: dict[str, float]) -> str:
+    """Whether the marks give an anti-biased split; never claimed when nothing is marked.
+
+    Examples
+    --------
+    >>> split_verdict({"n_anti_biased_train": 0.0, "n_train": 10.0, "n_clusters": 10.0})[:33]
+    'no anti-biased split: no training'
+    >>> split_verdict({"n_anti_biased_train": 5.0})[:29]
+    'anti-biased split available f'
+    """
+    if not m.get("n_anti_biased_train", 0.0) > 0:
+        return (
+            "no anti-biased split: no training example is a minority example of its cluster "
+            f"({m.get('n_train', 0.0):,.0f} examples in {m.get('n_clusters', 0.0):,.0f} "
+            "clusters); nothing to amplify"
+        )
+    if "n_anti_biased_eval" in m and not m["n_anti_biased_eval"] > 0:
+        return (
+            "no anti-biased test split: no evaluation example is a minority example of the "
+            "cluster of its nearest training example"
+        )
+    return "anti-biased split available for bias amplification (paper 002)"
