@@ -169,10 +169,11 @@ def test_minority_clusterings_on_ray_equal_local(ray_executor, nli):
 
     train, test = nli
     kw = {"features": "bow", "n_clusters": 3, "compare_methods": True, "n_permutations": 20,
-          "task_epochs": 2}  # fmt: skip
+          "task_epochs": 2, "stability_seeds": 2}  # fmt: skip
     local = MinorityExamples(**kw).run(train, test)
     remote = MinorityExamples(**kw, executor=ray_executor).run(train, test)
     assert "kmeans_homogeneity" in local.metrics and "ward_homogeneity" in local.metrics
+    assert "marking_jaccard_mean" in local.metrics and "marked_frequency" in local.scores
     assert remote.metrics == local.metrics
     pd.testing.assert_frame_equal(remote.scores, local.scores)
 

@@ -39,7 +39,7 @@ from spurious.detectors.minority.stability import (
     STABILITY_METRIC_DOCS,
     STABILITY_SCORE_COLUMNS,
     marking_stability,
-    reseeded_clusterings,
+    scored_marks,
     stability_note,
     stability_seeds_of,
 )
@@ -398,14 +398,10 @@ class MinorityExamples(Detector):
         executor = make_executor(self.executor)
         y_eval = None if evald is None else evald.labels
         try:
-            runs = run_clusterings(
+            runs, reseeded = run_clusterings(
                 executor, self.clustering, self.compare_methods, X_train, train.labels,
                 X_eval, y_eval, n_classes=train.n_classes, options=self._cluster_options(ctx),
-            )  # fmt: skip
-            seeds = stability_seeds_of(self.random_state, self.stability_seeds)
-            reseeded = reseeded_clusterings(
-                executor, self.clustering, seeds, X_train, train.labels, X_eval, y_eval,
-                n_classes=train.n_classes, options=self._cluster_options(ctx),
+                seeds=stability_seeds_of(self.random_state, self.stability_seeds),
             )  # fmt: skip
         finally:
             if isinstance(self.executor, str):  # made here
@@ -426,9 +422,8 @@ class MinorityExamples(Detector):
         if reseeded:
             stability, scores["marked_frequency"] = marking_stability(
                 [r.train_anti_biased for r in (res, *reseeded)],
-                [r.eval_anti_biased if evald is not None else r.train_anti_biased
-                 for r in (res, *reseeded)],
-            )  # fmt: skip
+                scored_marks([res, *reseeded], has_eval=evald is not None),
+            )
             metrics.update(stability)
         notes = self._notes(metrics, rule)
         notes += [n for n in [stability_note(metrics)] if n]

@@ -14,18 +14,16 @@ is marked. The analysis' own marks stay those of its seed (the paper's procedure
 from __future__ import annotations
 
 from itertools import combinations
-from typing import Any
 
 import numpy as np
 
-from spurious.detectors.minority.clustering import MinorityClusters, find_minority_examples
-from spurious.execution import Executor
+from spurious.detectors.minority.clustering import MinorityClusters
 
 __all__ = [
     "STABILITY_METRIC_DOCS",
     "STABILITY_SCORE_COLUMNS",
     "marking_stability",
-    "reseeded_clusterings",
+    "scored_marks",
     "stability_note",
     "stability_seeds_of",
 ]
@@ -65,41 +63,16 @@ def stability_seeds_of(random_state: int | None, k: int) -> list[int]:
     return [start + i for i in range(1, int(k) + 1)]
 
 
-def _seed_task(seed: int, shared: dict[str, Any]) -> MinorityClusters:
-    """The executor task: the analysis' own method with another seed, both splits."""
-    out = find_minority_examples(
-        shared["X_train"],
-        shared["y_train"],
-        shared["X_eval"],
-        shared["y_eval"],
-        n_classes=shared["n_classes"],
-        method=shared["method"],
-        **{**shared["options"], "random_state": seed, "progress": False},
-    )
-    out.train_embedding = None  # as big as the features, and not used here
+def scored_marks(results: list[MinorityClusters], has_eval: bool) -> list[np.ndarray]:
+    """Each clustering's marks over the scored split: the evaluation split when there is
+    one (every stability re-run assigns it), else the training split."""
+    out = []
+    for r in results:
+        marks = r.eval_anti_biased if has_eval else r.train_anti_biased
+        if marks is None:  # a clustering run without the evaluation split
+            raise ValueError("a stability clustering has no marks for the evaluation split")
+        out.append(marks)
     return out
-
-
-def reseeded_clusterings(
-    executor: Executor,
-    method: str,
-    seeds: list[int],
-    X_train: Any,
-    y_train: np.ndarray,
-    X_eval: Any,
-    y_eval: np.ndarray | None,
-    *,
-    n_classes: int,
-    options: dict[str, Any],
-) -> list[MinorityClusters]:
-    """The clustering of ``method`` once per seed, one executor task each (the seeds are
-    independent, so a Ray executor runs them side by side; every executor gives the same
-    clusters)."""
-    if not seeds:
-        return []
-    shared = {"X_train": X_train, "y_train": y_train, "X_eval": X_eval, "y_eval": y_eval,
-              "n_classes": n_classes, "method": method, "options": options}  # fmt: skip
-    return list(executor.map(_seed_task, seeds, shared=executor.put(shared)))
 
 
 def _jaccard(a: np.ndarray, b: np.ndarray) -> float:
