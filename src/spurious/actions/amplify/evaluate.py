@@ -164,8 +164,9 @@ def _stat(correct: np.ndarray, rows: np.ndarray, boot: np.ndarray) -> dict[str, 
 #: while each interval was ~4 points wide (``bench/amplify_marking_spread.py``).
 INTERVAL_COVERS = (
     "95% percentile bootstrap over the anti-biased evaluation examples (paired for the "
-    "drop) and the seeds' random-baseline draws; the marking is held fixed (one map, one "
-    "clustering): re-mark with other seeds to see how far it moves the drop"
+    "drop), averaged over the seeds' random-baseline draws (and MLP initialisations); the "
+    "marking is held fixed (one map, one clustering): re-mark with other seeds to see how "
+    "far it moves the drop"
 )
 
 
