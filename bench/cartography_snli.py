@@ -226,6 +226,7 @@ def main() -> int:
             "command": "HF_HUB_OFFLINE=1 .venv/bin/python bench/cartography_snli.py --headline",
             "test_to_dev": headline(None),
             "dev_held_out_2_folds": headline(2),
+            "versions": dependency_versions(),  # names the CPU too
         }
         atomic_write_json(args.out, results)
         return 0

@@ -21,6 +21,7 @@ Writes ``bench/results/pvi_real.json``. Usage::
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -142,7 +143,8 @@ def main() -> int:
         atomic_write_json(args.out, results)
     results["versions"] = dependency_versions()
     results["command"] = "python bench/pvi_real.py " + " ".join(sys.argv[1:])
-    results["machine"] = "2-core CPU shared by ~8 processes (loaded): wall times are noisy"
+    # The CPU is in "versions"; the load says whether the wall times are comparable.
+    results["machine"] = {"load_avg_at_end": os.getloadavg(), "cpus": os.cpu_count()}
     atomic_write_json(args.out, results)
     return 0
 
