@@ -43,8 +43,6 @@ from typing import Any
 
 import numpy as np
 
-from spurious.provenance import cpu_model
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
@@ -234,18 +232,27 @@ def matmul_gflops(torch, dtype, shape=(4096, 4096, 4096), repeats=5) -> float:
 
 
 def cpu_info() -> tuple[str, str]:
-    """The CPU's model name (:func:`spurious.provenance.cpu_model`) and its flags from
+    """The CPU's model name, with its family / model / stepping numbers as
+    :func:`spurious.provenance.cpu_model` words them, and its flags, from
     ``/proc/cpuinfo`` (empty where unreadable): the machines lent differ between
-    sessions, so every result names its CPU."""
-    flags = ""
+    sessions, so every result names its CPU.
+
+    Read here rather than imported: the audit benchmark imports this module while
+    ``PYTHONPATH`` points at an older checkout measured as a baseline, which may not
+    have that function."""
+    first: dict[str, str] = {}
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                flags = line.split(":", 1)[1]
-                break
+        block = Path("/proc/cpuinfo").read_text().split("\n\n")[0]
+        for line in block.splitlines():
+            key, _, value = line.partition(":")
+            first.setdefault(key.strip(), value.strip())
     except OSError:
         pass
-    return cpu_model(), flags
+    numbers = ", ".join(
+        f"{k} {first[k]}" for k in ("cpu family", "model", "stepping") if k in first
+    )
+    cpu = first.get("model name", "")
+    return (f"{cpu} ({numbers})" if cpu and numbers else cpu), first.get("flags", "")
 
 
 def machine_info(torch) -> dict[str, Any]:

@@ -20,15 +20,36 @@ def test_versions_name_the_cpu_and_its_core_count():
 
 
 @pytest.mark.skipif(not Path("/proc/cpuinfo").exists(), reason="Linux only")
-def test_cpu_model_is_the_first_model_name_in_proc_cpuinfo():
-    names = [
-        line.split(":", 1)[1].strip()
-        for line in Path("/proc/cpuinfo").read_text().splitlines()
-        if line.startswith("model name")
-    ]
-    if not names:
+def test_cpu_model_is_the_first_processors_name_and_numbers():
+    first = Path("/proc/cpuinfo").read_text().split("\n\n")[0]
+    fields = {}
+    for line in first.splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    if "model name" not in fields:
         pytest.skip("this kernel's cpuinfo has no model name")
-    assert cpu_model() == names[0]
+    assert cpu_model().startswith(fields["model name"])
+    if "cpu family" in fields:
+        assert f"cpu family {fields['cpu family']}" in cpu_model()
+
+
+def test_cpu_model_reads_the_numbers_of_a_bare_name(monkeypatch, tmp_path):
+    # A virtual machine's "AMD EPYC" alone does not tell Zen 3 from Zen 4.
+    info = tmp_path / "cpuinfo"
+    block = (
+        "processor\t: {}\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\nstepping\t: 1\n"
+    )
+    info.write_text(block.format(0) + "\n" + block.format(1).replace("AMD EPYC", "Other"))
+    real_open = open
+    monkeypatch.setattr(
+        "builtins.open",
+        lambda path, *a, **k: real_open(info if path == "/proc/cpuinfo" else path, *a, **k),
+    )
+    provenance.cpu_model.cache_clear()
+    try:
+        assert cpu_model() == "AMD EPYC (cpu family 25, model 17, stepping 1)"
+    finally:
+        provenance.cpu_model.cache_clear()
 
 
 def test_cpu_model_falls_back_to_platform_without_proc(monkeypatch):

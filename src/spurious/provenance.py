@@ -31,25 +31,34 @@ TRACKED_PACKAGES = (
 
 @functools.lru_cache(maxsize=1)
 def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo``, else :func:`platform.processor`; empty
-    where neither says).
+    """The CPU's model name with its family, model and stepping numbers
+    (``/proc/cpuinfo``; else :func:`platform.processor`, empty where neither says).
 
     Timings only compare on one machine, and float results can differ between CPU
     families (BLAS kernels pick AVX-512 or AMX paths), so every result names its CPU.
+    Virtual machines often report a bare "AMD EPYC": the numbers tell the generations
+    apart (family 25, model 17 is Zen 4).
 
     Examples
     --------
     >>> isinstance(cpu_model(), str)
     True
     """
+    fields: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
             for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if not key and fields:  # the first processor's block ends
+                    break
+                if key in ("model name", "cpu family", "model", "stepping"):
+                    fields.setdefault(key, value.strip())
     except OSError:  # not Linux
         pass
-    return platform.processor()
+    name = fields.get("model name") or platform.processor()
+    numbers = [f"{k} {fields[k]}" for k in ("cpu family", "model", "stepping") if k in fields]
+    return f"{name} ({', '.join(numbers)})" if name and numbers else name
 
 
 def dependency_versions() -> dict[str, str]:
