@@ -109,6 +109,14 @@ def main() -> None:
         "spread of the drops over the marking's own randomness can be read off",
     )
     ap.add_argument(
+        "--stability-seeds",
+        type=int,
+        default=0,
+        help="minority clusters this many more times (seeds after --marking-seed) and adds "
+        "the minority_consensus definition (what most seeds mark, q-matched to minority); "
+        "writes amplify_<data>_stab<K>[_mark<seed>].json",
+    )
+    ap.add_argument(
         "--no-minority",
         action="store_true",
         help="cartography definitions only (q stays 21%%); writes amplify_snli_cartography.json",
@@ -123,6 +131,8 @@ def main() -> None:
     analyses = {"cartography": {"features": features, "random_state": mark, "null_permutations": 0}}
     if "minority" in load_analyses() and not args.no_minority:
         analyses["minority"] = {"features": features, "random_state": mark}
+        if args.stability_seeds:
+            analyses["minority"]["stability_seeds"] = args.stability_seeds
     data, evaluation = str(DATA / "test_tokenized.jsonl"), str(DATA / "dev.jsonl")
     if args.data == "mnli":
         data, evaluation = mnli_split(OUT.with_name("amplify-mnli-inputs"))
@@ -134,6 +144,8 @@ def main() -> None:
     out_dir = OUT.with_name("amplify-snli-cartography") if args.no_minority else OUT
     if args.data == "mnli":
         out_dir = OUT.with_name("amplify-mnli")
+    if args.stability_seeds:
+        out_dir = out_dir.with_name(f"{out_dir.name}-stab{args.stability_seeds}")
     if mark:
         out_dir = out_dir.with_name(f"{out_dir.name}-mark{mark}")
     run = execute(config, out=out_dir / "run", progress=False, force=True)
@@ -174,6 +186,7 @@ def main() -> None:
         + f", marked on the fast path: frozen {features} features, MLP {epochs} epochs",
         "seeds": args.seeds,
         "marking_seed": mark,
+        "stability_seeds": args.stability_seeds,
         "definitions": defs,
         "split_sizes": {
             d: {n: int(m.sum()) for n, (_r, m) in amp.definitions[d].splits.items()} for d in defs
@@ -208,6 +221,8 @@ def main() -> None:
         out = RESULTS.with_name("amplify_snli_cartography.json") if args.no_minority else RESULTS
         if args.data == "mnli":
             out = RESULTS.with_name("amplify_mnli.json")
+        if args.stability_seeds:
+            out = out.with_name(f"{out.stem}_stab{args.stability_seeds}.json")
         if mark:
             out = out.with_name(f"{out.stem}_mark{mark}.json")
         atomic_write_json(out, result)

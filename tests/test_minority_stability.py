@@ -15,6 +15,7 @@ from spurious.detectors.minority.stability import (
     stability_seeds_of,
 )
 from spurious.exceptions import ParameterError
+from spurious.schema import expand_metric_doc_key
 
 
 @pytest.fixture(scope="module")
@@ -77,15 +78,27 @@ def test_a_seed_free_clustering_is_marked_alike_by_every_seed(split):
     m = res.metrics
     assert m["stability_n_seeds"] == 3.0
     assert m["marking_jaccard_mean"] == m["marking_jaccard_min"] == 1.0
+    # Every metric and score column the option adds is documented.
+    documented = {k for key in MinorityExamples.metric_docs for k in expand_metric_doc_key(key)}
+    assert set(m) <= documented, set(m) - documented
+    assert set(res.scores.columns) <= set(MinorityExamples.score_columns)
     assert m["marking_jaccard_chance"] < 0.5
     freq = res.scores["marked_frequency"].to_numpy()
     assert np.array_equal(freq, res.scores["anti_biased"].to_numpy().astype(float))
     assert not any("depends on the seed" in n for n in res.details["notes"])
     # The analysis' own marks stay its seed's.
     plain = MinorityExamples(**kwargs).run(train, test)
-    assert res.marks.equals(plain.marks)
+    own = res.marks[res.marks["definition"] == "minority"].drop(columns="score")
+    assert own.reset_index(drop=True).equals(plain.marks)
     assert res.scores["anti_biased"].equals(plain.scores["anti_biased"])
     assert "marked_frequency" not in plain.scores and "marking_jaccard_mean" not in plain.metrics
+    # Every seed marks the same set, so the consensus definition is that set.
+    by_def = {
+        d: t.set_index(["split", "id"])["anti_biased"] for d, t in res.marks.groupby("definition")
+    }
+    assert set(by_def) == {"minority", "minority_consensus"}
+    assert by_def["minority_consensus"].equals(by_def["minority"])
+    assert set(plain.marks["definition"]) == {"minority"}
 
 
 def test_without_structure_the_marking_is_a_draw_and_the_report_says_so(split):
@@ -120,3 +133,39 @@ def test_same_seed_same_stability(split):
 def test_a_negative_count_names_the_argument():
     with pytest.raises(ParameterError, match="'stability_seeds' parameter"):
         MinorityExamples(stability_seeds=-1).validate_params()
+
+
+def test_the_consensus_definition_amplifies_at_minoritys_size(split):
+    """The consensus marks carry their marked share as a score, so amplification
+    q-matches them to the seed's own minority count: a split of the examples most seeds
+    mark, the same size as one seed's."""
+    from spurious.actions.amplify import amplify
+
+    train, test = split
+    s_train, s_test = _shuffled(train, 1), _shuffled(test, 2)
+    analysis = MinorityExamples(
+        features="bow", clustering="kmeans", n_clusters=10, task_epochs=0, stability_seeds=3
+    )
+    assert analysis.mark_definitions(train.task) == ["minority", "minority_consensus"]
+    assert MinorityExamples().mark_definitions(train.task) == ["minority"]
+    res = analysis.run(s_train, s_test)
+    cons = res.marks[res.marks["definition"] == "minority_consensus"]
+    scored = cons[cons["split"] == "eval"].set_index("id")["score"]
+    freq = res.scores.set_index("id")["marked_frequency"]
+    assert np.allclose(scored.loc[freq.index].to_numpy(), freq.to_numpy())
+    as_marked = cons[cons["split"] == "train"]
+    assert res.metrics["anti_biased_fraction_train_consensus"] == as_marked["anti_biased"].mean()
+    assert (as_marked["anti_biased"] == (as_marked["score"] >= 0.5)).all()
+
+    amp = amplify(s_train, s_test, res)
+    n_minority = int(res.metrics["n_anti_biased_train"])
+    sizes = {d: int(m.sum()) for d, (_r, m) in amp.definitions["minority_consensus"].splits.items()}
+    assert sizes["train.anti_biased"] == n_minority
+    assert amp.definitions["minority_consensus"].matching["matched_to"] == "minority"
+    # The re-thresholded consensus keeps the most often marked examples.
+    train_marks = as_marked.set_index("id")
+    kept = train_marks.loc[
+        list(amp.dataset("minority_consensus", "train.anti_biased").ids), "score"
+    ]
+    dropped = train_marks.loc[list(amp.dataset("minority_consensus", "train.biased").ids), "score"]
+    assert kept.min() >= dropped.max()

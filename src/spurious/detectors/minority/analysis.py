@@ -36,8 +36,10 @@ from spurious.detectors.minority.labels import (
 )
 from spurious.detectors.minority.methods import method_comparison, run_clusterings
 from spurious.detectors.minority.stability import (
+    CONSENSUS,
     STABILITY_METRIC_DOCS,
     STABILITY_SCORE_COLUMNS,
+    consensus_marks,
     marking_stability,
     scored_marks,
     stability_note,
@@ -357,8 +359,8 @@ class MinorityExamples(Detector):
             )
 
     def mark_definitions(self, task: Any) -> list[str]:
-        """The minority examples: one definition."""
-        return ["minority"]
+        """The minority examples; with ``stability_seeds``, also those most seeds mark."""
+        return ["minority", *([CONSENSUS] if self.stability_seeds else [])]
 
     # -- the work -------------------------------------------------------------------
     def _cluster_options(self, ctx: RunContext) -> dict[str, Any]:
@@ -419,12 +421,16 @@ class MinorityExamples(Detector):
         stats = homogeneity_stats(res.counts)
         metrics = self._metrics(res, train, evald, anti, stats)
         rule = res.info["minority_rule"]
+        marks = [minority_marks(train, "train", res.train_anti_biased)]
+        if evald is not None:
+            marks.append(minority_marks(evald, "eval", res.eval_anti_biased))
         if reseeded:
             stability, scores["marked_frequency"] = marking_stability(
                 [r.train_anti_biased for r in (res, *reseeded)],
                 scored_marks([res, *reseeded], has_eval=evald is not None),
             )
             metrics.update(stability)
+            marks += consensus_marks([res, *reseeded], train, evald, metrics)
         notes = self._notes(metrics, rule)
         notes += [n for n in [stability_note(metrics)] if n]
         if "task_model" in res.info:
@@ -439,10 +445,6 @@ class MinorityExamples(Detector):
             metrics["anti_biased_fraction_eval"] = float(res.eval_anti_biased.mean())
             metrics["mean_nn_distance"] = float(res.eval_distance.mean())
         comparison = method_comparison(runs, self.clustering, train.labels, stats, metrics)
-
-        marks = [minority_marks(train, "train", res.train_anti_biased)]
-        if evald is not None:
-            marks.append(minority_marks(evald, "eval", res.eval_anti_biased))
 
         details: dict[str, Any] = {
             "scored_split": split,

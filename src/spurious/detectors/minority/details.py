@@ -119,16 +119,26 @@ def cluster_examples(
     return out
 
 
-def minority_marks(dataset: Dataset, split: str, anti: np.ndarray) -> pd.DataFrame:
-    """Long-format anti-biased marks of one split (``Result.marks``)."""
-    return pd.DataFrame(
+def minority_marks(
+    dataset: Dataset,
+    split: str,
+    anti: np.ndarray,
+    definition: str = "minority",
+    score: np.ndarray | None = None,
+) -> pd.DataFrame:
+    """Long-format anti-biased marks of one split (``Result.marks``); with ``score``
+    (higher = more anti-biased) amplification may re-threshold them (q-matching)."""
+    frame = pd.DataFrame(
         {
             "id": dataset.ids,
             "split": split,
-            "definition": "minority",
+            "definition": definition,
             "anti_biased": np.asarray(anti, dtype=bool),
         }
     )
+    if score is not None:
+        frame["score"] = np.asarray(score, dtype=float)
+    return frame
 
 
 def split_verdict(m: dict[str, float]) -> str:

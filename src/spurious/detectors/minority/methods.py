@@ -34,8 +34,8 @@ def cluster_task(task: tuple[str, int | None], shared: dict[str, Any]) -> Minori
     method, seed = task
     main = method == shared["main"]
     options = shared["options"]
-    if seed is not None:
-        options = {**options, "random_state": seed, "progress": False}
+    if seed is not None:  # a stability re-run: its bars show like the first run's
+        options = {**options, "random_state": seed}
     out = find_minority_examples(
         shared["X_train"],
         shared["y_train"],

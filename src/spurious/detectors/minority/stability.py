@@ -8,20 +8,30 @@ bias-amplified split built on them moved its drop from -13.9 to -37.1 points
 (``bench/amplify_marking_spread.py``). With ``stability_seeds = k`` the analysis clusters
 k more times with the seeds ``random_state + 1 .. random_state + k`` and reports the
 overlap of the marked sets against that chance level, and how often each scored example
-is marked. The analysis' own marks stay those of its seed (the paper's procedure).
+is marked. The analysis' own ``minority`` marks stay those of its seed (the paper's
+procedure); a second definition, ``minority_consensus``, marks what at least half of the
+clusterings mark and carries the marked share as its score, so ``spurious amplify``
+q-matches it to ``minority``'s size.
 """
 
 from __future__ import annotations
 
 from itertools import combinations
+from numbers import Integral
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from spurious.data.dataset import Dataset
 from spurious.detectors.minority.clustering import MinorityClusters
+from spurious.detectors.minority.details import minority_marks
 
 __all__ = [
+    "CONSENSUS",
     "STABILITY_METRIC_DOCS",
     "STABILITY_SCORE_COLUMNS",
+    "consensus_marks",
     "marking_stability",
     "scored_marks",
     "stability_note",
@@ -32,13 +42,19 @@ __all__ = [
 STABILITY_METRIC_DOCS = {
     "stability_n_seeds": "With stability_seeds: clusterings compared (the analysis' own seed "
     "and stability_seeds more).",
-    "marking_jaccard_mean / _min": "With stability_seeds: mean and smallest Jaccard overlap "
+    "marking_jaccard_mean / marking_jaccard_min": "With stability_seeds: mean and smallest Jaccard overlap "
     "of two seeds' marked training sets, [0, 1].",
     "marking_jaccard_chance": "With stability_seeds: the same pairs' expected Jaccard for "
     "independent random sets of the same sizes (the chance level), [0, 1].",
-    "anti_biased_fraction_train_min / _max": "With stability_seeds: the smallest and largest "
+    "anti_biased_fraction_train_min / anti_biased_fraction_train_max": "With stability_seeds: the smallest and largest "
     "marked share of the training set over the seeds, [0, 1].",
 }
+#: The mark definition of the examples most seeds mark.
+CONSENSUS = "minority_consensus"
+STABILITY_METRIC_DOCS["anti_biased_fraction_train_consensus"] = (
+    "With stability_seeds: share of the training set that at least half of the clusterings "
+    "mark (the minority_consensus definition as marked), [0, 1]."
+)
 #: The score column it adds.
 STABILITY_SCORE_COLUMNS = {
     "marked_frequency": "With stability_seeds: share of the clusterings (the analysis' seed "
@@ -50,16 +66,16 @@ STABILITY_SCORE_COLUMNS = {
 UNSTABLE_JACCARD = 0.5
 
 
-def stability_seeds_of(random_state: int | None, k: int) -> list[int]:
+def stability_seeds_of(random_state: Any, k: int) -> list[int]:
     """The seeds of the ``k`` extra clusterings: the next ``k`` after ``random_state``
-    (after 0 when it is None).
+    (after 0 when it is not an integer: None or a generator).
 
     Examples
     --------
     >>> stability_seeds_of(0, 3), stability_seeds_of(None, 2), stability_seeds_of(7, 0)
     ([1, 2, 3], [1, 2], [])
     """
-    start = 0 if random_state is None else int(random_state)
+    start = int(random_state) if isinstance(random_state, Integral) else 0
     return [start + i for i in range(1, int(k) + 1)]
 
 
@@ -132,6 +148,36 @@ def marking_stability(
     return metrics, frequency
 
 
+def consensus_marks(
+    results: list[MinorityClusters],
+    train: Dataset,
+    evald: Dataset | None,
+    metrics: dict[str, float],
+) -> list[pd.DataFrame]:
+    """The ``minority_consensus`` marks: examples that at least half of the clusterings
+    mark, with their marked share as the ``score``.
+
+    With the score, ``spurious amplify`` q-matches the definition to ``minority``'s count
+    like a cartography definition (its most often marked examples first; ties to the
+    earlier row): a split of the seed-stable minority examples, the same size as one
+    seed's. Adds ``anti_biased_fraction_train_consensus`` to ``metrics``.
+    """
+    out = []
+    for split, ds in (("train", train), ("eval", evald)):
+        if ds is None:
+            continue
+        marks = (
+            scored_marks(results, has_eval=True)
+            if split == "eval"
+            else [r.train_anti_biased for r in results]
+        )
+        freq = np.mean(np.vstack(marks).astype(float), axis=0)
+        out.append(minority_marks(ds, split, freq >= 0.5, CONSENSUS, score=freq))
+        if split == "train":
+            metrics["anti_biased_fraction_train_consensus"] = float(np.mean(freq >= 0.5))
+    return out
+
+
 def stability_note(metrics: dict[str, float]) -> str | None:
     """The report's note when two seeds' markings overlap little; None otherwise.
 
@@ -153,6 +199,6 @@ def stability_note(metrics: dict[str, float]) -> str | None:
         f"random sets of the same sizes: {metrics['marking_jaccard_chance']:.0%}), and mark "
         f"{metrics['anti_biased_fraction_train_min']:.1%}-"
         f"{metrics['anti_biased_fraction_train_max']:.1%} of the training set. Read one "
-        "marking as one draw: see the marked_frequency column, and re-mark with other "
-        "random_state values before building a split on it."
+        "marking as one draw: the minority_consensus definition (what most seeds mark) and "
+        "the marked_frequency column say which examples are stable."
     )
