@@ -1,8 +1,8 @@
 """Is the minority consensus a steadier anti-biased split than one seed's minority marks?
 
 Reads the runs ``python bench/amplify_snli.py --seeds 3 --compare --stability-seeds 4
---marking-seed M`` leaves in ``runs/amplify-snli-stab4[-markM]/run`` (M = 0, 5, 10: the
-disjoint seed groups 0-4, 5-9, 10-14) and, per group:
+--marking-seed M`` leaves in ``runs/amplify-snli-stab4[-markM]/run`` (M = 0, 5, ..., 20:
+the disjoint seed groups 0-4, 5-9, ..., 20-24) and, per group:
 
 - amplifies ``minority_consensus`` **alone**, so it keeps its own marks (the examples at
   least half of the group's five clusterings mark) instead of being q-matched to the
@@ -14,7 +14,7 @@ disjoint seed groups 0-4, 5-9, 10-14) and, per group:
 
 Writes ``bench/results/amplify_snli_consensus.json``. Usage::
 
-    python bench/amplify_consensus.py [--groups 0 5 10]
+    python bench/amplify_consensus.py [--groups 0 5 10 15 20]
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def _marked(run: Path, definition: str) -> set[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--groups", type=int, nargs="+", default=[0, 5, 10])
+    ap.add_argument("--groups", type=int, nargs="+", default=[0, 5, 10, 15, 20])
     args = ap.parse_args()
     out: dict = {"protocol": __doc__.split("\n\n")[1].replace("\n", " "), "groups": {}}
     sets: dict[tuple[int, str], set[str]] = {}
