@@ -124,6 +124,7 @@ def eval_mode(args: argparse.Namespace) -> dict[str, Any]:
 
     t0 = time.perf_counter()
     det = AFLite(
+        mode="eval",  # explicit since 97f9ddb: an evaluation split no longer implies it
         n_partitions=args.m,
         train_size=args.train_size,
         slice_size=args.slice_size,
