@@ -254,7 +254,10 @@ def main() -> None:
         "run_dir": str(out / "run"),
     }
     dest = ROOT / args.results
-    atomic_write_text(dest, json.dumps(result, indent=1, default=float) + "\n")
+    text = json.dumps(result, indent=1, default=float) + "\n"
+    # paths relative to the checkout, so the committed result does not name this machine's
+    text = text.replace(json.dumps(str(ROOT))[1:-1] + "/", "")
+    atomic_write_text(dest, text)
     print(d["verdict"])
     print(json.dumps(res.headline, default=float))
     print(f"analysis {t_analysis:.0f}s; wrote {dest}")
