@@ -117,7 +117,9 @@ def main() -> None:
             "note": "2 cores shared with other jobs (a fine-tuning benchmark ran meanwhile)",
         },
         "versions": dependency_versions(),
-        "run_dir": str(out / "run"),
+        "run_dir": str((out / "run").relative_to(ROOT))
+        if out.is_relative_to(ROOT)
+        else str(out / "run"),
     }
     dest = ROOT / "bench" / "results" / "fairness_squad.json"
     atomic_write_text(dest, json.dumps(result, indent=1, default=float) + "\n")
