@@ -64,6 +64,8 @@ from spurious.views import get_view  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "snli"
+#: tests/test_bench_smoke.py: both modes on its 1,000-row copy of the data
+SMOKE_ARGS: list[str] = []
 
 #: Paper 000 Table 3 (SNLI dev accuracy, %), the RoBERTa-filtered column D(phi_RoBERTa).
 PAPER_TABLE3 = {
