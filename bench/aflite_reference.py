@@ -27,6 +27,13 @@ import numpy as np
 DEFAULT_MAX_ITER = 100
 CONVERGED_MAX_ITER = 10_000
 CONVERGED_TOL = 1e-8
+#: A helper module (no main, writes nothing): bench_aflite_round.py, bench_aflite_cli.py and
+#: bench_aflite_sparse.py import it, and their smoke runs exercise it.
+SMOKE_SKIP = (
+    "helper module imported by bench_aflite_round.py, bench_aflite_cli.py and "
+    "bench_aflite_sparse.py (the reference round, make_embeddings); it has no main and "
+    "writes no result: those scripts' smoke runs exercise it"
+)
 
 
 def random_partitions(n: int, m: int, t: int, seed: int = 0) -> np.ndarray:

@@ -64,6 +64,8 @@ from spurious.provenance import cpu_model  # noqa: E402
 from spurious.utils.io import atomic_write_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+#: One seed of 400 points per separation (and the control), m=16 partitions.
+SMOKE_ARGS = ["--seeds", "1", "--n", "400", "--m", "16"]
 
 #: Paper 000, App. A.3 Table 7: dev accuracy (%) mean and std over 10 seeds.
 PAPER_TABLE7: dict[float, dict[str, dict[str, tuple[float, float]]]] = {

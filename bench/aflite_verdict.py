@@ -34,6 +34,8 @@ from spurious.utils.io import atomic_write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
+#: CAD's original pairs only, a seeded sample of 500 of them (the baselines and the verdict).
+SMOKE_ARGS = ["--only", "cad_original", "--max-rows", "500"]
 
 
 def settings(n_sst2: int):
@@ -56,6 +58,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", nargs="+", default=None)
     ap.add_argument("--n-sst2", type=int, default=10000)
+    ap.add_argument(
+        "--max-rows",
+        type=int,
+        default=None,
+        help="a seeded sample of at most this many rows of each setting (default: all)",
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/aflite_verdict.json")
     args = ap.parse_args()
     if not DATA.exists():
@@ -68,6 +76,10 @@ def main() -> int:
         if args.only and name not in args.only:
             continue
         ds = make()
+        if args.max_rows and len(ds) > args.max_rows:
+            rng = np.random.default_rng(0)
+            rows = np.sort(rng.choice(len(ds), args.max_rows, replace=False))
+            ds = ds.subset(rows, f"{ds.name}[{args.max_rows}]")
         cpu, wall = time.process_time(), time.perf_counter()
         res = AFLite(**params).run(ds)
         h, m = res.headline, res.metrics
@@ -90,8 +102,10 @@ def main() -> int:
         }
         out["runs"][name] = row
         print(f"{name}: {h['severity']} - {h['text']}", flush=True)
-    out["command"] = "python bench/aflite_verdict.py" + (
-        " --only " + " ".join(args.only) if args.only else ""
+    out["command"] = (
+        "python bench/aflite_verdict.py"
+        + (" --only " + " ".join(args.only) if args.only else "")
+        + (f" --max-rows {args.max_rows}" if args.max_rows else "")
     )
     out["machine"] = "2 shared cores, loaded by other jobs (wall times noisy)"
     out["versions"] = dependency_versions()

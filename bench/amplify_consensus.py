@@ -23,6 +23,8 @@ import argparse
 import itertools
 import json
 import statistics
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -33,10 +35,30 @@ from spurious.utils.io import atomic_write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
+#: One group (seeds 0-1), from a smoke-sized bench/amplify_snli.py run made first (200 pairs,
+#: bow), evaluated with one seed; writes amplify_snli_consensus_quick.json.
+SMOKE_ARGS = ["--groups", "0", "--stability-seeds", "1", "--quick"]
 
 
-def _run_dir(mark: int) -> Path:
-    return ROOT / "runs" / ("amplify-snli-stab4" + (f"-mark{mark}" if mark else "")) / "run"
+def _name(mark: int, stab: int, quick: bool, sep: str) -> str:
+    """``amplify<sep>snli[<sep>quick]<sep>stab<K>[<sep>mark<M>]`` (run folder or result)."""
+    parts = ["amplify", "snli", *(["quick"] if quick else []), f"stab{stab}"]
+    return sep.join(parts + ([f"mark{mark}"] if mark else []))
+
+
+def _run_dir(mark: int, stab: int = 4, quick: bool = False) -> Path:
+    return ROOT / "runs" / _name(mark, stab, quick, "-") / "run"
+
+
+def _amplify_command(mark: int, stab: int, quick: bool) -> list[str]:
+    """The bench/amplify_snli.py command that makes the group's run (and its result)."""
+    seeds = ["--stability-seeds", str(stab), "--marking-seed", str(mark)]
+    if not quick:
+        return ["bench/amplify_snli.py", "--seeds", "3", "--compare", *seeds]
+    run = _run_dir(mark, stab, quick).parent.relative_to(ROOT)
+    result = (RESULTS / f"{_name(mark, stab, quick, '_')}.json").relative_to(ROOT)
+    return ["bench/amplify_snli.py", "--quick", "--seeds", "1", "--compare", "--rows", "200",
+            *seeds, "--run-dir", str(run), "--out", str(result)]  # fmt: skip
 
 
 def _marked(run: Path, definition: str) -> set[str]:
@@ -48,23 +70,39 @@ def _marked(run: Path, definition: str) -> set[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--groups", type=int, nargs="+", default=[0, 5, 10, 15, 20])
+    ap.add_argument(
+        "--stability-seeds",
+        type=int,
+        default=4,
+        help="read the runs made with this --stability-seeds K (group M: seeds M..M+K)",
+    )
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke-sized: each group's run is runs/amplify-snli-quick-stab<K>[-mark<M>], made "
+        "first when missing with `bench/amplify_snli.py --quick --seeds 1 --compare --rows 200 "
+        "--stability-seeds K --marking-seed M`; evaluation seed 1 only; writes "
+        "amplify_snli_consensus_quick.json",
+    )
     args = ap.parse_args()
+    stab, quick = args.stability_seeds, args.quick
     out: dict = {"protocol": __doc__.split("\n\n")[1].replace("\n", " "), "groups": {}}
     sets: dict[tuple[int, str], set[str]] = {}
     for mark in args.groups:
-        run = _run_dir(mark)
+        run = _run_dir(mark, stab, quick)
+        command = _amplify_command(mark, stab, quick)
+        if quick and not run.is_dir():
+            subprocess.run([sys.executable, str(ROOT / command[0]), *command[1:]], check=True)
         if not run.is_dir():
-            raise SystemExit(
-                f"{run} is missing: run `python bench/amplify_snli.py --seeds 3 --compare "
-                f"--stability-seeds 4 --marking-seed {mark}` first"
-            )
+            raise SystemExit(f"{run} is missing: run `python {' '.join(command)}` first")
         amp = amplify_run(run, definitions=["minority_consensus"])
-        ev = evaluate_amplified(amp, seeds=(1, 2, 3))["definitions"]["minority_consensus"]
+        seeds = (1,) if quick else (1, 2, 3)
+        ev = evaluate_amplified(amp, seeds=seeds)["definitions"]["minority_consensus"]
         splits = amp.definitions["minority_consensus"].splits
-        name = "amplify_snli_stab4" + (f"_mark{mark}" if mark else "") + ".json"
+        name = _name(mark, stab, quick, "_") + ".json"
         single = json.loads((RESULTS / name).read_text())["table1"]["minority"]
         out["groups"][mark] = {
-            "seeds": list(range(mark, mark + 5)),
+            "seeds": list(range(mark, mark + stab + 1)),
             "consensus": {
                 "n_train_anti_biased": int(splits["train.anti_biased"][1].sum()),
                 "n_test_anti_biased": ev["n_test_anti_biased"],
@@ -98,7 +136,8 @@ def main() -> None:
             "sd": statistics.stdev(drops) if len(drops) > 1 else None,
         }
     out["versions"] = dependency_versions()
-    atomic_write_json(RESULTS / "amplify_snli_consensus.json", out)
+    name = "amplify_snli_consensus" + ("_quick" if quick else "") + ".json"
+    atomic_write_json(RESULTS / name, out)
     print(
         json.dumps(
             {k: v for k, v in out.items() if k.startswith(("jaccard", "consensus_", "first"))},

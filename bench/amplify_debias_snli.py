@@ -26,6 +26,7 @@ Writes ``bench/results/amplify_debias_snli.json``. Usage::
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -42,6 +43,16 @@ from spurious.utils.io import atomic_write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "runs" / "amplify-snli" / "run"
+#: One seed, from a smoke-sized bench/amplify_snli.py run made first (--make-run: 200 pairs).
+SMOKE_ARGS = [
+    "--seeds",
+    "1",
+    "--run",
+    "runs/amplify-snli-quick/run",
+    "--make-run",
+    "--out",
+    "bench/results/amplify_debias_snli_quick.json",
+]
 PAPER = {"biased": 50.5, "self-debiasing": 50.7, "ambiguous filtering": 51.4, "100% train": 71.9}
 
 
@@ -50,12 +61,31 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--definition", default="minority")
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/amplify_debias_snli.json")
+    ap.add_argument(
+        "--run",
+        type=Path,
+        default=RUN.relative_to(ROOT),
+        help="the bench/amplify_snli.py run to start from, relative to the checkout "
+        "(default: %(default)s)",
+    )
+    ap.add_argument(
+        "--make-run",
+        action="store_true",
+        help="if --run is missing, first make it with a smoke-sized `bench/amplify_snli.py "
+        "--quick --seeds 1 --compare --rows 200 --run-dir <its parent>` (bow marking, 3 "
+        "epochs, the first 200 pairs of SNLI test_tokenized and dev)",
+    )
     args = ap.parse_args()
-    if not (RUN / "manifest.json").exists():
-        print(f"needs {RUN}: run bench/amplify_snli.py first", file=sys.stderr)
+    run_dir = ROOT / args.run
+    if args.make_run and not (run_dir / "manifest.json").exists():
+        amplify = [sys.executable, str(ROOT / "bench" / "amplify_snli.py"), "--quick"]
+        amplify += ["--seeds", "1", "--compare", "--rows", "200", "--run-dir", str(run_dir.parent)]
+        subprocess.run(amplify, check=True)
+    if not (run_dir / "manifest.json").exists():
+        print(f"needs {run_dir}: run bench/amplify_snli.py first", file=sys.stderr)
         return 1
     t0 = time.perf_counter()
-    amp = amplify_run(RUN)
+    amp = amplify_run(run_dir)
     splits = amp.definitions[args.definition].splits
     biased = splits["train.biased"][1]
     anti_test = splits["test.anti_biased"][1]
@@ -113,6 +143,7 @@ def main() -> int:
         {
             "protocol": __doc__,
             "definition": args.definition,
+            "run": str(args.run),
             "n_train_biased": len(rows),
             "n_ambiguous": n_amb,
             "n_test_anti_biased": int(anti_test.sum()),

@@ -34,6 +34,7 @@ Writes ``bench/results/amplify_snli.json`` (``amplify_snli_cartography.json`` wi
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
@@ -55,6 +56,20 @@ DATA = ROOT.parent / "shared" / "data" / "snli"
 OUT = ROOT / "runs" / "amplify-snli"
 RESULTS = ROOT / "bench" / "results" / "amplify_snli.json"
 PAPER_DROP = {"cartography": -8.4, "partial_input_cartography": -16.2, "minority": -32.5}
+#: Bow features, 3 epochs, 200 pairs, one evaluation seed, no comparison evaluator; the run
+#: and its result go beside, not over, the real run's (runs/amplify-snli-quick, *_quick.json).
+SMOKE_ARGS = [
+    "--quick",
+    "--seeds",
+    "1",
+    "--compare",
+    "--rows",
+    "200",
+    "--run-dir",
+    "runs/amplify-snli-quick",
+    "--out",
+    "bench/results/amplify_snli_quick.json",
+]
 
 
 def mnli_split(folder: Path) -> tuple[str, str]:
@@ -71,6 +86,15 @@ def mnli_split(folder: Path) -> tuple[str, str]:
         frame.to_json(path, orient="records", lines=True)
         paths.append(str(path))
     return paths[0], paths[1]
+
+
+def head(path: str, rows: int, folder: Path) -> str:
+    """The first ``rows`` lines of the JSONL file ``path``, written into ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    dest = folder / Path(path).name
+    with open(path, encoding="utf-8") as f:
+        dest.write_text("".join(itertools.islice(f, rows)), encoding="utf-8")
+    return str(dest)
 
 
 def main() -> None:
@@ -121,6 +145,27 @@ def main() -> None:
         action="store_true",
         help="cartography definitions only (q stays 21%%); writes amplify_snli_cartography.json",
     )
+    ap.add_argument(
+        "--rows",
+        type=int,
+        default=None,
+        help="only the first ROWS examples of the training and of the evaluation data "
+        "(copied into <run dir>-rows<ROWS>/; default: all)",
+    )
+    ap.add_argument(
+        "--run-dir",
+        type=Path,
+        default=None,
+        help="folder of the run and the amplified splits, relative to the checkout (default: "
+        "runs/amplify-<data>[-cartography][-stab<K>][-mark<seed>])",
+    )
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="result JSON, relative to the checkout (default: the name above under "
+        "bench/results/; --quick writes one only when this is given)",
+    )
     args = ap.parse_args()
     features = "bow" if args.quick else args.features
     epochs = 3 if args.quick else 10
@@ -148,6 +193,12 @@ def main() -> None:
         out_dir = out_dir.with_name(f"{out_dir.name}-stab{args.stability_seeds}")
     if mark:
         out_dir = out_dir.with_name(f"{out_dir.name}-mark{mark}")
+    if args.run_dir is not None:
+        out_dir = ROOT / args.run_dir
+    if args.rows:
+        inputs = out_dir.with_name(f"{out_dir.name}-rows{args.rows}")
+        data, evaluation = (head(p, args.rows, inputs) for p in (data, evaluation))
+        config["inputs"].update(data=data, eval=evaluation)
     run = execute(config, out=out_dir / "run", progress=False, force=True)
     failed = {n: r.error for n, r in run.results.items() if r.status != "ok"}
     if failed:
@@ -183,6 +234,7 @@ def main() -> None:
             if args.data == "snli"
             else "MNLI dev matched, 70/30 split grouped by premise (seed 0)"
         )
+        + (f", the first {args.rows} rows of each" if args.rows else "")
         + f", marked on the fast path: frozen {features} features, MLP {epochs} epochs",
         "seeds": args.seeds,
         "marking_seed": mark,
@@ -225,7 +277,9 @@ def main() -> None:
             out = out.with_name(f"{out.stem}_stab{args.stability_seeds}.json")
         if mark:
             out = out.with_name(f"{out.stem}_mark{mark}.json")
-        atomic_write_json(out, result)
+        atomic_write_json(ROOT / args.out if args.out else out, result)
+    elif args.out:
+        atomic_write_json(ROOT / args.out, result)
     table = result["table1"]
     keys = ("full", "random", "biased", "drop_biased_minus_random")
     print(json.dumps({d: {k: table[d][k]["mean"] for k in keys} for d in defs}, indent=1))

@@ -38,6 +38,8 @@ from spurious.provenance import cpu_model
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 OUT = ROOT / "bench" / "results" / "atlas_real.json"
+#: Everything (the atlas and the associations) on the small copy of the data.
+SMOKE_ARGS: list[str] = []
 
 #: The SNLI words issue 20 quotes from Gururangan et al. (2018), Table 4.
 GURURANGAN_SNLI = {

@@ -47,6 +47,8 @@ from bench_audit_scale import _parse_time  # noqa: E402
 
 RESULTS = HERE / "results" / "aflite_cli.json"
 SPURIOUS = Path(sys.executable).with_name("spurious")
+#: One repeat on N=2,000 rows (d=64), m=8 partitions of t=500.
+SMOKE_ARGS = ["--repeats", "1", "--n", "2000", "--d", "64", "--m", "8", "--t", "500"]
 
 
 def write_inputs(folder: Path, X: np.ndarray, y: np.ndarray) -> tuple[Path, Path]:
@@ -100,8 +102,16 @@ def reference(X: np.ndarray, y: np.ndarray, train_idx: np.ndarray, threads: int 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    small = SETTINGS["small"]
+    for key, what in (("n", "rows"), ("d", "features"), ("m", "partitions"), ("t", "train size")):
+        parser.add_argument(
+            f"--{key}",
+            type=int,
+            default=small[key],
+            help=f"{what} (default: bench_aflite_round.py's small setting, %(default)s)",
+        )
     args = parser.parse_args()
-    s = SETTINGS["small"]
+    s = {key: getattr(args, key) for key in ("n", "d", "m", "t")}
     X, y = make_embeddings(s["n"], s["d"], **DATA_KW)[:2]
     X = X.astype(np.float32)
     train_idx = random_partitions(s["n"], s["m"], s["t"], seed=0)

@@ -55,6 +55,8 @@ CAD_TRAIN = DATA / "cad_snli" / "original" / "train.tsv"
 RESULTS = HERE / "results" / "aflite_default.json"
 #: The last commit of ``models/batched.py`` before issue 13 item 10 (per-call start).
 LEGACY_REV = "7ec22ed"
+#: One after/before pair on SNLI dev's first 500 pairs, the before-run stopped after a round.
+SMOKE_ARGS = ["--repeats", "1", "--legacy-rounds", "1", "--rows", "500"]
 
 #: Where the time went before the change (cProfile of the default run on SNLI dev,
 #: 2 rounds, this machine at load ~5; measured once while making the change, not re-run).
@@ -87,11 +89,23 @@ PROFILE_BEFORE = {
 }
 
 
+def git_checkout() -> Path:
+    """This checkout, or, where ``bench/`` was copied out of it (the smoke test does), the
+    checkout the imported ``spurious`` package comes from (an editable install)."""
+    import spurious
+
+    for folder in (REPO, Path(spurious.__file__).resolve().parent):
+        probe = ["git", "rev-parse", "--git-dir"]
+        if subprocess.run(probe, cwd=folder, capture_output=True, check=False).returncode == 0:
+            return folder
+    return REPO
+
+
 def legacy_model_class() -> type:
     """``BatchedLogisticRegression`` as of :data:`LEGACY_REV`, loaded from git."""
     source = subprocess.run(
         ["git", "show", f"{LEGACY_REV}:src/spurious/models/batched.py"],
-        cwd=REPO,
+        cwd=git_checkout(),
         check=True,
         capture_output=True,
         text=True,
@@ -117,12 +131,15 @@ class RoundClock(logging.Handler):
             self.marks.append(time.perf_counter())
 
 
-def load(path: Path) -> tuple[Any, np.ndarray, float]:
-    """Dataset and its MiniLM pair features (the run's own featurizer and cache)."""
+def load(path: Path, rows: int | None = None) -> tuple[Any, np.ndarray, float]:
+    """Dataset (its first ``rows``, default all) and its MiniLM pair features (the run's own
+    featurizer and cache)."""
     from spurious import load_dataset
     from spurious.features import make_featurizer
 
     ds = load_dataset(str(path), "nli")
+    if rows is not None and rows < len(ds):
+        ds = ds.subset(np.arange(rows), f"{ds.name}[:{rows}]")
     t0 = time.perf_counter()
     X = make_featurizer("minilm").transform(ds, "full")
     return ds, X, time.perf_counter() - t0
@@ -191,6 +208,9 @@ def main() -> None:
     ap.add_argument("--legacy-rounds", type=int, default=3, help="rounds of each before-run")
     ap.add_argument("--agreement", action="store_true", help="full before-runs, SNLI + CAD")
     ap.add_argument("--encode", action="store_true", help="also time MiniLM encoding, cold")
+    ap.add_argument(
+        "--rows", type=int, default=None, help="only the first ROWS pairs of each dataset"
+    )
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
@@ -200,7 +220,9 @@ def main() -> None:
         "what": "AFLite default run (MiniLM pair features, m=64, t=10%, k=2%, tau=0.75, "
         "batched logistic regression, until tau) on SNLI dev; before = model family of "
         f"commit {LEGACY_REV} (per-call start, torch default threads), same detector",
-        "command": "python bench/bench_aflite_default.py" + (" --agreement" * args.agreement),
+        "command": "python bench/bench_aflite_default.py"
+        + (" --agreement" * args.agreement)
+        + (f" --rows {args.rows}" if args.rows else ""),
         "profile_before": PROFILE_BEFORE,
         "machine": {
             "cpu": cpu_model(),
@@ -211,7 +233,7 @@ def main() -> None:
             "torch": torch.__version__,
         },
     }
-    ds, X, t_feat = load(SNLI_DEV)
+    ds, X, t_feat = load(SNLI_DEV, args.rows)
     out["dataset"] = {"path": "snli/dev.jsonl", "n": len(ds), "features_shape": list(X.shape)}
     out["features_from_cache_s"] = round(t_feat, 2)
     if args.encode:
@@ -260,7 +282,7 @@ def main() -> None:
             "command": "python bench/bench_aflite_default.py --agreement",
         }
         for name, path in (("snli_dev", SNLI_DEV), ("cad_train", CAD_TRAIN)):
-            d, Xd, _ = load(path) if path != SNLI_DEV else (ds, X, 0.0)
+            d, Xd, _ = load(path, args.rows) if path != SNLI_DEV else (ds, X, 0.0)
             new = after[0] if path == SNLI_DEV else run_aflite(d, Xd, None)
             old = run_aflite(d, Xd, legacy)
             old_seed = run_aflite(d, Xd, legacy, random_state=1)

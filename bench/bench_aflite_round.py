@@ -61,6 +61,8 @@ from aflite_reference import (  # noqa: E402
 
 RESULTS = HERE / "results" / "aflite_round.json"
 TAU = 0.75
+#: The tiny setting (N=2,000, d=64, m=8, t=500): our default variant and the references.
+SMOKE_ARGS = ["--settings", "tiny", "--repeats", "1", "--variants", "ours_default"]
 
 #: ref_*: partitions of the reference timed per repeat (None: all m, no extrapolation).
 SETTINGS: dict[str, dict[str, Any]] = {
@@ -92,6 +94,18 @@ SETTINGS: dict[str, dict[str, Any]] = {
         goal={"round_s": 60.0, "peak_rss_gib": 12.0},
         ref_default=2,
         ref_converged=1,
+        ref_repeats=1,
+    ),
+    # Not run by default: every code path (ours, the three references, the agreement) in
+    # seconds, for the smoke test; no goal.
+    "tiny": dict(
+        n=2_000,
+        d=64,
+        m=8,
+        t=500,
+        goal={},
+        ref_default=None,
+        ref_converged=2,
         ref_repeats=1,
     ),
 }
@@ -565,7 +579,9 @@ def goal_status(name: str, res: dict) -> dict[str, Any]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
-        "--settings", default="small,medium,snli", help="comma list of " + ",".join(SETTINGS)
+        "--settings",
+        default="small,medium,snli",
+        help="comma list of " + ",".join(SETTINGS) + " (default: %(default)s)",
     )
     ap.add_argument(
         "--repeats",

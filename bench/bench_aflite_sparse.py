@@ -55,6 +55,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 DATA = ROOT.parent / "shared" / "data" / "snli" / "test_tokenized.jsonl"
 RESULTS = ROOT / "bench" / "results" / "aflite_sparse.json"
+#: Both feature sets and the ablation variants, m=8 partitions, one repeat.
+SMOKE_ARGS = ["--features", "bow", "tfidf", "--partitions", "8", "--repeats", "1", "--ablation"]
 
 #: What was tried on the way to the current solver, and what it measured (kept across
 #: runs; the figures of the current design are the script's own output).

@@ -37,6 +37,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "results" / "atlas_scale.json"
+#: One size, 2,000 SNLI-like pairs (the atlas, in a fresh process as every size runs).
+SMOKE_ARGS = ["--sizes", "2000"]
 sys.path.insert(0, str(ROOT / "bench"))
 
 

@@ -61,6 +61,8 @@ from bench_audit_scale import _steps, finished_steps, process_peak  # noqa: E402
 from bench_finetune_gpu import Results  # noqa: E402  (the JSON, rewritten after each part)
 
 CLI = "import sys; from spurious.cli import main; sys.argv[0] = 'spurious'; main()"
+#: Smoke run: the dev part on the CPU alone (the small SNLI dev copy), no GPU needed.
+SMOKE_ARGS = ["--parts", "dev", "--devices", "cpu", "--work", "bench/data/audit_gpu"]
 
 
 def _planted(n: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -217,6 +219,14 @@ def main() -> int:
         help="comma-separated: paths, dev (SNLI dev with --device cuda and cpu), audit (--sizes)",
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=[550_000])
+    parser.add_argument(
+        "--devices",
+        nargs="+",
+        choices=["cuda", "cpu"],
+        default=["cuda", "cpu"],
+        help="dev: SNLI dev on each (cpu last); audit: the sizes on the first. "
+        "'--devices cpu' checks the script on a machine without a GPU",
+    )
     parser.add_argument("--deadline", type=float, default=3600.0, help="seconds for it all")
     parser.add_argument(
         "--work",
@@ -251,7 +261,9 @@ def main() -> int:
     work = args.work or Path(tempfile.mkdtemp(prefix="audit_gpu_"))
     work.mkdir(parents=True, exist_ok=True)
     dev = args.snli / "dev.jsonl"
-    jobs: list[tuple[str, Path, str]] = [("snli_dev_cuda", dev, "cuda")] if "dev" in parts else []
+    jobs: list[tuple[str, Path, str]] = []
+    if "dev" in parts and "cuda" in args.devices:
+        jobs.append(("snli_dev_cuda", dev, "cuda"))
     for n in args.sizes if "audit" in parts else []:
         path = work / f"snli_like_{n}.jsonl"
         if not (args.continue_run and path.exists()):
@@ -259,8 +271,8 @@ def main() -> int:
             ds.frame[["id", "premise", "hypothesis", "label", "group"]].to_json(
                 path, orient="records", lines=True
             )
-        jobs.append((f"snli_like_{n}_cuda", path, "cuda"))
-    if "dev" in parts:
+        jobs.append((f"snli_like_{n}_{args.devices[0]}", path, args.devices[0]))
+    if "dev" in parts and "cpu" in args.devices:
         jobs.append(("snli_dev_cpu", dev, "cpu"))  # last: the same machine's CPU baseline
     for key, data, device in jobs:
         left = args.deadline - (time.perf_counter() - t0) - 15
@@ -269,7 +281,11 @@ def main() -> int:
             continue
         print(f"audit {key} (limit {left:.0f} s) ...", flush=True)
         res.put(key, audit(data, model, device, work, left, resume=args.continue_run))
-    return 0
+    # 1: an analysis failed (its status is in the row); anything else: the audit did not run
+    failed = [k for k, row in res.data["parts"].items() if row.get("exit_code") not in (None, 0, 1)]
+    if failed:
+        print(f"failed: {', '.join(failed)} (stderr_tail in {args.out})", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

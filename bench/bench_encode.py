@@ -41,6 +41,8 @@ from spurious.provenance import cpu_model
 # The real datasets live in shared/data beside the repository.
 SNLI_DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "snli" / "dev.jsonl"
 RESULTS = Path(__file__).resolve().parent / "results" / "encode.json"
+#: Smoke run: 64 sentences per workload, one round.
+SMOKE_ARGS = ["--n", "64", "--repeats", "1"]
 
 
 def load_sentences(path: Path, n: int) -> tuple[list[str], list[str]]:

@@ -27,6 +27,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "results" / "fast_path_recording.json"
+#: Smoke run: both measurements once (the sizes are fixed: ~20 s, 0.6 GiB).
+SMOKE_ARGS = ["--repeats", "1"]
 
 
 def main() -> int:

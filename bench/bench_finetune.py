@@ -50,6 +50,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "snli"
 RESULTS = Path(os.environ.get("BENCH_RESULTS", ROOT / "bench" / "results" / "finetune.json"))
+#: Smoke run: 64 training / 64 evaluation pairs, 1 epoch: fine-tune, features (of that
+#: fine-tune), the recording overhead once, partial input with a fine-tune (TRA on 32).
+SMOKE_ARGS = ["snli", "features", "overhead", "leakage", "--n-train", "64", "--n-eval", "64",
+              "--epochs", "1", "--repeats", "1", "--tra-examples", "32"]  # fmt: skip
 
 
 def load_snli(n_train: int | None, n_eval: int | None, seed: int = 0):

@@ -38,9 +38,11 @@ MiniLM).
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import platform
+import shutil
 import statistics
 import sys
 import tempfile
@@ -50,6 +52,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
+#: Smoke run: --smoke (200 rows per split, CPU allowed), 1 epoch, every part but compiled.
+SMOKE_ARGS = ["--smoke", "--epochs", "1", "--rounds", "1", "--seeds", "1",
+              "--parts", "speed,trainer_engine,seeds,tra"]  # fmt: skip
 
 
 def fp32_copy(model_dir: str, dest: Path) -> str:
@@ -121,6 +126,7 @@ def main() -> None:
     if not torch.cuda.is_available() and not args.smoke:
         raise SystemExit("this benchmark needs a CUDA device (--smoke: a tiny CPU check)")
     tmp = Path(tempfile.mkdtemp(prefix="ftgpu-"))
+    atexit.register(shutil.rmtree, tmp, True)  # the fine-tunes' folders (~100 MiB each)
     model = fp32_copy(args.model, tmp / "minilm") if args.model else "minilm"
     data = Path(args.data)
     train = load_dataset(data / "test_tokenized.jsonl", "nli")

@@ -11,6 +11,7 @@ resampled into new premise groups, as ``bench/bench_leakage_scale.py`` makes the
 ``bench/results/heuristics.json``. Usage::
 
     python bench/bench_heuristics.py --baseline-src <checkout of a2b0adc>/src
+    python bench/bench_heuristics.py --cases dev    # this checkout alone: times, no ratios
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "heuristics.json"
 DEV = ROOT.parent / "shared" / "data" / "snli" / "dev.jsonl"
+#: Smoke run: this checkout alone (no baseline), SNLI dev only, one repeat.
+SMOKE_ARGS = ["--cases", "dev", "--repeats", "1"]
 
 CHILD = r"""
 import hashlib, json, sys, time
@@ -48,11 +51,17 @@ print(json.dumps({"heuristics_s": th, "properties_s": tp, "n": len(ds), "digest"
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--baseline-src", required=True, help="src folder of the baseline checkout")
+    ap.add_argument(
+        "--baseline-src",
+        default=None,
+        help="src folder of the baseline checkout (without it: this checkout alone, no ratios)",
+    )
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--cases", nargs="+", default=["dev", "100000"])
     args = ap.parse_args()
-    variants = {"baseline": str(Path(args.baseline_src).resolve()), "new": str(ROOT / "src")}
+    variants = {"new": str(ROOT / "src")}
+    if args.baseline_src:
+        variants = {"baseline": str(Path(args.baseline_src).resolve()), **variants}
     out = {}
     for case in args.cases:
         runs: dict[str, list[dict]] = {k: [] for k in variants}
@@ -71,12 +80,13 @@ def main() -> int:
             k: {m: statistics.median(r[m] for r in v) for m in ("heuristics_s", "properties_s")}
             for k, v in runs.items()
         }
+        base = med.get("baseline")
         out[case] = {
             "n": runs["new"][0]["n"],
             "median_s": med,
             "runs": runs,
-            "ratio_heuristics": med["baseline"]["heuristics_s"] / med["new"]["heuristics_s"],
-            "ratio_properties": med["baseline"]["properties_s"] / med["new"]["properties_s"],
+            "ratio_heuristics": base and base["heuristics_s"] / med["new"]["heuristics_s"],
+            "ratio_properties": base and base["properties_s"] / med["new"]["properties_s"],
             "same_values": len({r["digest"] for v in runs.values() for r in v}) == 1,
         }
         print(case, json.dumps({k: v for k, v in out[case].items() if k != "runs"}), flush=True)

@@ -48,6 +48,9 @@ from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "snli"
 OUT = ROOT / "bench" / "results" / "leakage_scale.json"
+#: Smoke run: both paths at 1,000 SNLI-like rows and the bag-of-words agreement.
+SMOKE_ARGS = ["--sizes", "1000", "--old-sizes", "1000", "--agreement", "--agreement-features",
+              "bow", "--timeout", "300"]  # fmt: skip
 LABELS = ("entailment", "neutral", "contradiction")
 
 
@@ -257,17 +260,22 @@ def _tree_pss_gib(pid: int) -> float:
 def timed(
     path: str, n: int, features: str, timeout_s: float, threads: int, executor: str = "local"
 ) -> dict[str, Any]:
-    """Run one path at one size in a fresh process; ``timed_out`` past ``timeout_s``."""
+    """Run one path at one size in a fresh process; ``timed_out`` past ``timeout_s``,
+    ``exit_code`` when the process died without a result."""
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(path, n, features, threads, executor, child))
     t0, load0 = time.perf_counter(), os.getloadavg()[0]
     proc.start()
-    peak_tree, out = 0.0, None
+    peak_tree, out, died = 0.0, None, False
     while time.perf_counter() - t0 < timeout_s:
         peak_tree = max(peak_tree, _tree_pss_gib(proc.pid))
+        alive = proc.is_alive()
         if parent.poll(2.0):
             out = parent.recv()
+            break
+        if not alive:  # died (an error, killed for memory): no result will come
+            died = True
             break
     head = {"path": path, "n": n, "features": features, "torch_threads": threads,
             "executor": executor if path == "new" else "local",
@@ -277,6 +285,8 @@ def timed(
         return {**head, **out, "peak_tree_pss_gib": round(peak_tree, 3)}
     proc.kill()
     proc.join()
+    if died:
+        return {**head, "exit_code": proc.exitcode, "wall_s": round(time.perf_counter() - t0, 1)}
     return {**head, "timed_out": True, "wall_s": round(time.perf_counter() - t0, 1),
             "limit_s": timeout_s, "peak_tree_pss_gib": round(peak_tree, 3)}  # fmt: skip
 
@@ -342,7 +352,11 @@ def against_previous(previous: dict[str, Any], current: dict[str, Any]) -> dict[
 def growth(curve: list[dict[str, Any]]) -> dict[str, Any]:
     """Per path: the log-log slope of wall time over rows, and old/new ratios per size."""
     out: dict[str, Any] = {}
-    done = [r for r in curve if not r.get("timed_out") and r.get("executor", "local") == "local"]
+    done = [
+        r
+        for r in curve
+        if not r.get("timed_out") and "exit_code" not in r and r.get("executor", "local") == "local"
+    ]
     for path in sorted({r["path"] for r in done}):
         pts = sorted((r["n"], r["wall_s"]) for r in done if r["path"] == path)
         if len(pts) >= 2:
@@ -394,12 +408,15 @@ def main() -> int:
     }
     # Every new run first, so a slow old run cannot crowd out the largest new one.
     plan = [("new", n) for n in args.sizes] + [("old", n) for n in args.old_sizes]
+    failed = []
     for path, n in plan:
         print(f"{path} n={n:,} ...", flush=True)
         r = timed(path, n, args.features, args.timeout, args.torch_threads, args.executor)
         if args.label:
             r["label"] = args.label
         print(f"  -> {r}", flush=True)
+        if "exit_code" in r:
+            failed.append(f"{path} n={n} (exit code {r['exit_code']})")
         if n >= 1_000_000 and path == "new":
             results.setdefault("runs_1m", []).append(r)
         runs[(path, n, args.features, r["executor"])] = r
@@ -412,6 +429,9 @@ def main() -> int:
     results["versions"] = dependency_versions()
     atomic_write_json(args.out, results)
     print(json.dumps(results["growth"]))
+    if failed:  # recorded in the JSON too; the run is not a measurement
+        print("failed: " + ", ".join(failed), file=sys.stderr)
+        return 1
     return 0
 
 

@@ -35,6 +35,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "mcq" / "mmlu" / "test"
 OUT = ROOT / "bench" / "results" / "mcq_audit.json"
+#: Smoke run: one cold and one warm quick audit of the small MMLU copy (4 subjects).
+SMOKE_ARGS = ["--repeats", "1"]
 
 
 def run_once(data: Path, profile: str, cache: Path, out: Path) -> dict[str, Any]:
@@ -58,11 +60,7 @@ def run_once(data: Path, profile: str, cache: Path, out: Path) -> dict[str, Any]
         # ru_maxrss of RUSAGE_CHILDREN is the largest child so far (KiB on Linux).
         "peak_rss_gib_max_child": round(after.ru_maxrss / 2**20, 3),
         "timings": manifest.get("timings", {}),
-        "statuses": {
-            name: entry.get("status") for name, entry in manifest.get("analyses", {}).items()
-        }
-        if isinstance(manifest.get("analyses"), dict)
-        else manifest.get("analyses"),
+        "statuses": manifest.get("statuses", {}),  # {analysis: ok / skipped / failed}
         "stderr_tail": proc.stderr[-2000:] if proc.returncode else "",
     }
 
@@ -112,7 +110,7 @@ def main() -> int:
     tmp_out.write_text(json.dumps(result, indent=2, default=str))
     tmp_out.replace(args.out)  # atomic
     print(json.dumps(summary, indent=2))
-    return 0
+    return 0 if all(s["all_exit_0"] for s in summary.values()) else 1
 
 
 if __name__ == "__main__":

@@ -47,6 +47,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "results" / "minority_scale.json"
+#: Smoke run: one curve point and one agreement point at 1,000 synthetic rows.
+SMOKE_ARGS = ["--sizes", "1000", "--agreement", "1000"]
 DIM = 384
 N_EVAL = 10_000
 N_CENTERS = 200
@@ -262,6 +264,16 @@ def main() -> None:
         results["agreement"][str(n)] = row = subprocess_point("agreement", n)
         print(json.dumps(row)[:600], flush=True)
         _write(results)
+    failed = [str(r["n"]) for r in _this_run(results, args) if "error" in r]
+    if failed:  # recorded in the JSON too (each point's stderr tail)
+        sys.exit(f"points failed at n = {', '.join(failed)}")
+
+
+def _this_run(results: dict, args: argparse.Namespace) -> list[dict]:
+    """The points this invocation ran."""
+    rows = [results["curve"][str(n)] for n in args.sizes]
+    rows += [results["agreement"][str(n)] for n in args.agreement]
+    return rows + ([results["agreement_snli"]] if args.real else [])
 
 
 def _write(results: dict) -> None:

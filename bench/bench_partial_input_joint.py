@@ -34,6 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "snli" / "dev.jsonl"
 RESULTS = ROOT / "bench" / "results" / "partial_input_joint.json"
 VIEWS = ("full", "hypothesis_only", "premise_only")
+#: Smoke run: SNLI dev (the small copy) at scale 1, one repeat.
+SMOKE_ARGS = ["--scales", "1", "--repeats", "1"]
 
 
 def by_fold(X, y, fold_of, k):

@@ -40,6 +40,8 @@ from spurious.utils.io import atomic_write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
+#: Smoke run: SNLI dev (the small copy) and 600 synthetic rows, one repeat.
+SMOKE_ARGS = ["--sizes", "600", "--repeats", "1"]
 
 
 def synthetic(n: int, d: int = 384, centres: int = 400, seed: int = 0):
@@ -52,9 +54,11 @@ def synthetic(n: int, d: int = 384, centres: int = 400, seed: int = 0):
     u = rng.random(n)[:, None]
     y = (u > probs[c].cumsum(axis=1)).sum(axis=1)
     names = np.array(["entailment", "neutral", "contradiction"])
+    # A distinct hypothesis per row (the embeddings are given; PECO refuses fewer
+    # distinct elicited texts than clusters since c971ff9).
     frame = pd.DataFrame(
-        {"id": [f"s{i}" for i in range(n)], "premise": "p", "hypothesis": "h",
-         "label": names[y]}
+        {"id": [f"s{i}" for i in range(n)], "premise": "p",
+         "hypothesis": [f"h{i}" for i in range(n)], "label": names[y]}
     )  # fmt: skip
     return Dataset.from_frame(frame, "nli", name=f"synthetic-{n}"), X
 

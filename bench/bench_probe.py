@@ -24,6 +24,8 @@ from spurious.provenance import dependency_versions
 from spurious.utils.io import atomic_write_json
 
 ROOT = Path(__file__).resolve().parents[1]
+#: Smoke run: one repeat, the dense case at 2,000 rows (sklearn's fit dominates at 10k).
+SMOKE_ARGS = ["--repeats", "1", "--n-dense", "2000"]
 
 
 def synthetic_dense(n=10_000, d=1536, k=3, seed=0):
@@ -58,8 +60,10 @@ def timed(fn, repeats):
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--n-dense", type=int, default=10_000, help="rows of the dense case")
     args = ap.parse_args()
-    cases = {"dense_10k_x_1536": synthetic_dense()}
+    dense = "dense_10k_x_1536" if args.n_dense == 10_000 else f"dense_{args.n_dense}_x_1536"
+    cases = {dense: synthetic_dense(n=args.n_dense)}
     tf = snli_tfidf()
     if tf is not None:
         cases["snli_tfidf_sparse"] = tf

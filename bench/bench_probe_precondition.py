@@ -47,6 +47,8 @@ import bench_leakage_scale  # noqa: E402  (snli_like: the same SNLI-like rows)
 
 RESULTS = ROOT / "bench" / "results" / "probe_precondition.json"
 VIEWS = ("hypothesis_only", "full")
+#: Smoke run: 1,000 SNLI-like pairs, one repeat.
+SMOKE_ARGS = ["--n", "1000", "--repeats", "1"]
 
 
 def _fit(X, y, fold_of, k, *, plain: bool, **kw: Any) -> tuple[np.ndarray, float, int]:

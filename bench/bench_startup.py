@@ -32,6 +32,8 @@ COMMANDS = {
         "click.command()(_list_from_registry)(standalone_mode=False)",
     ],
 }
+#: Smoke run: each command once.
+SMOKE_ARGS = ["--repeats", "1"]
 
 
 def main() -> int:

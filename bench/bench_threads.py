@@ -50,6 +50,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 DATA = ROOT.parent / "shared" / "data" / "snli" / "test_tokenized.jsonl"
 RESULTS = ROOT / "bench" / "results" / "threads.json"
 KERNELS = ("dense_small", "dense_gemm", "sparse_bow", "probe_dense", "probe_bow")
+#: Smoke run: the two kernels on SNLI test bag of words (the small copy), one repeat.
+SMOKE_ARGS = ["--kernels", "sparse_bow", "probe_bow", "--repeats", "1"]
 
 
 def load() -> list[float]:

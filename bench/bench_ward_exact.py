@@ -38,6 +38,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 RESULTS = HERE / "results" / "ward_exact.json"
+#: Smoke run: 1,000 points, one repeat.
+SMOKE_ARGS = ["--sizes", "1000", "--repeats", "1"]
 
 
 def sklearn_fill(X: np.ndarray) -> np.ndarray:

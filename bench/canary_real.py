@@ -32,6 +32,8 @@ from spurious.utils.io import atomic_path, atomic_write_json
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 WANTED = ("atlas", "associations", "heuristic_association", "partial_input", "pvi")
+#: One setting: a token planted in 2% and 20% of SNLI dev's neutral pairs, quick profile.
+SMOKE_ARGS = ["--only", "snli_own"]
 
 
 def settings() -> dict[str, dict]:

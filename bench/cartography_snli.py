@@ -42,6 +42,8 @@ from spurious.utils.io import atomic_write, atomic_write_json
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "snli"
 FIGURE = ROOT / "docs" / "img" / "cartography_snli.png"
+#: The dev setting only (cartography and partial_input on SNLI dev, the maps figure).
+SMOKE_ARGS = ["--settings", "dev"]
 
 CARTOGRAPHY = {"features": "minilm", "random_state": 0}
 PARTIAL_INPUT = {"features": "minilm", "conditions": ["hypothesis_only"], "random_state": 0}

@@ -9,11 +9,12 @@ rescaled into <0; 0.8> as for LearnedMixin. H = 0 is LearnedMixin; 0.0738 is the
 
 Usage::
 
-    python bench/debiasing_entropy_grid.py
+    python bench/debiasing_entropy_grid.py [--grid 0 0.0738] [--epochs 30]
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -31,9 +32,15 @@ from spurious.utils.io import atomic_write_json
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 GRID = (0.0, 0.01, 0.03, round(default_entropy_penalty(3), 4), 0.4)
+#: Two values of H, 2 epochs each.
+SMOKE_ARGS = ["--grid", "0", "0.4", "--epochs", "2"]
 
 
 def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--grid", type=float, nargs="+", default=list(GRID), help="values of H")
+    ap.add_argument("--epochs", type=int, default=30, help="main-model epochs per value of H")
+    args = ap.parse_args()
     train = load_dataset(DATA / "snli/test_tokenized.jsonl", "nli", name="snli-test")
     dev = load_dataset(DATA / "snli/dev.jsonl", "nli", name="snli-dev")
     ctx = RunContext(train, dev, progress=False)
@@ -44,11 +51,11 @@ def main() -> int:
     bias = rescale_bias(fit.train_probs, 0.8)
     hard = fit.eval_probs.argmax(1) != y_dev
     rows = {}
-    for h in GRID:
+    for h in args.grid:
         t0 = time.process_time()
         model = train_fast(
             X, y, loss="learned_mixin_h", bias_probs=bias, loss_params={"entropy_penalty": h},
-            epochs=30, eval_data=(X_dev, y_dev), n_classes=3, random_state=0,
+            epochs=args.epochs, eval_data=(X_dev, y_dev), n_classes=3, random_state=0,
         )  # fmt: skip
         curve = model.eval_accuracy
         pred = model.predict(X_dev)
@@ -65,7 +72,7 @@ def main() -> int:
     atomic_write_json(
         ROOT / "bench/results/debiasing_entropy_grid.json",
         {"protocol": __doc__, "bias_model_temperature": fit.temperature,
-         "bias_model_epochs": fit.epochs, "n_hard": int(hard.sum()), "grid": rows,
+         "bias_model_epochs": fit.epochs, "n_hard": int(hard.sum()), "epochs": args.epochs, "grid": rows,
          "versions": dependency_versions()},
     )  # fmt: skip
     return 0

@@ -48,6 +48,8 @@ from spurious.utils.io import atomic_write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
+#: The SNLI fast path only (the planted run encodes 6,000 more pairs): 1 seed, 2 epochs.
+SMOKE_ARGS = ["--seeds", "1", "--fast-epochs", "2", "--only", "snli"]
 
 
 def _table(res) -> list[dict]:

@@ -11,6 +11,10 @@ Run::
 
     .venv/bin/python bench/extras_size.py      # -> bench/results/extras_size.json
 
+``--metadata`` reads the extras from the installed ``spurious`` distribution's metadata
+(``Requires-Dist``) instead of ``pyproject.toml``, for a copy of ``bench/`` without the
+checkout beside it.
+
 Sizes overlap between extras (``encoder`` and ``bench`` both bring torch): each extra is
 measured on top of the core install alone, and ``all_extras_mib`` counts every
 distribution once.
@@ -18,6 +22,7 @@ distribution once.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import re
@@ -31,6 +36,8 @@ from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "results" / "extras_size.json"
+#: The extras as the installed package declares them (the smoke copy has no pyproject.toml).
+SMOKE_ARGS = ["--metadata"]
 
 
 def _canon(name: str) -> str:
@@ -79,8 +86,35 @@ def _closure(reqs: list[str], extra: str | None = None) -> tuple[set[str], set[s
     return seen, missing
 
 
+def _installed_project() -> dict[str, object]:
+    """``dependencies`` and ``optional-dependencies`` of the installed ``spurious``."""
+    dist = metadata.distribution("spurious")
+    deps: list[str] = []
+    extras: dict[str, list[str]] = {e: [] for e in dist.metadata.get_all("Provides-Extra") or ()}
+    for text in dist.requires or ():
+        req = Requirement(text)
+        marker, req.marker = req.marker, None  # evaluated here, per extra
+        if marker is None or marker.evaluate({**default_environment(), "extra": ""}):
+            deps.append(text)
+            continue
+        for extra, reqs in extras.items():
+            if marker.evaluate({**default_environment(), "extra": extra}):
+                reqs.append(str(req))
+    return {"dependencies": deps, "optional-dependencies": extras}
+
+
 def main() -> None:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--metadata",
+        action="store_true",
+        help="read the extras from the installed spurious distribution, not pyproject.toml",
+    )
+    args = ap.parse_args()
+    if args.metadata:
+        project = _installed_project()
+    else:
+        project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     sizes = {}
     for dist in metadata.distributions():
         sizes.setdefault(_canon(dist.metadata["Name"]), _dist_size(dist))
@@ -104,7 +138,7 @@ def main() -> None:
             "missing": sorted(missing),
         }
     result = {
-        "command": "python bench/extras_size.py",
+        "command": "python bench/extras_size.py" + (" --metadata" if args.metadata else ""),
         "python": sys.version.split()[0],
         "measured": "installed files (RECORD) of the distributions each extra pulls in "
         "beyond the core install, in this environment",

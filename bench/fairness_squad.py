@@ -42,6 +42,8 @@ from spurious.utils.io import atomic_write_text  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 MODELS = ("electra-base", "bert-base-uncased", "bert-tiny")
+#: One AFLite seed per adversary, 50 bootstrap resamples.
+SMOKE_ARGS = ["--seeds", "0", "--n-bootstrap", "50"]
 
 
 def _load() -> tuple[float, float]:

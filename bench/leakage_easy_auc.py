@@ -39,6 +39,8 @@ from spurious.utils.io import atomic_write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
+#: Bag-of-words probes only.
+SMOKE_ARGS = ["--features", "bow"]
 
 
 def easy_labels(train, test) -> tuple[np.ndarray, float]:

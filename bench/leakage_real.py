@@ -28,6 +28,8 @@ from spurious.utils.io import atomic_write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
+#: SNLI with bag-of-words probes only (merged into the copy's leakage_real.json).
+SMOKE_ARGS = ["--features", "bow", "--only", "snli"]
 
 
 def settings(data: Path = DATA) -> dict:

@@ -26,6 +26,8 @@ BENCHMARKS = {
     "arc_challenge": DATA / "arc_challenge" / "test.jsonl",
     "mmlu": DATA / "mmlu" / "test",
 }
+#: MMLU only (4 subjects, ~400 items in the smoke copy).
+SMOKE_ARGS = ["--only", "mmlu"]
 
 
 def main() -> int:

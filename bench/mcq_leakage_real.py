@@ -28,6 +28,8 @@ BENCHMARKS = {
     "mmlu": DATA / "mmlu" / "test",
 }
 VIEWS = ("full", "choices_only", "question_only")
+#: MMLU only (4 subjects, ~400 items in the smoke copy; also draws its subject plot).
+SMOKE_ARGS = ["--only", "mmlu"]
 
 
 def _svg(data_uri: str) -> bytes:

@@ -30,7 +30,8 @@ are large and rebuilt by this script).
 Usage::
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/mcq_predictions.py
-    HF_HUB_OFFLINE=1 .venv/bin/python bench/mcq_predictions.py --benchmarks arc --models tfidf_cosine
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/mcq_predictions.py --benchmarks arc_challenge --models tfidf_cosine
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/mcq_predictions.py --n-items 60 --out /tmp/mcq-predictions
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ BENCHMARKS = {
 MODELS = ("minilm_zeroshot", "tfidf_cosine", "minilm_probe")
 SEED = 0
 N_FOLDS = 5
+#: The three models on MMLU's first 60 items; the files and their manifest in results.
+SMOKE_ARGS = ["--benchmarks", "mmlu", "--n-items", "60", "--out", "bench/results/mcq_predictions"]
 
 
 def _question_texts(ds: Dataset) -> list[str]:
@@ -190,7 +193,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--benchmarks", nargs="+", choices=list(BENCHMARKS), default=list(BENCHMARKS))
     ap.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument(
+        "--n-items", type=int, default=None, help="score only each benchmark's first N items"
+    )
     args = ap.parse_args(argv)
+    args.out = args.out.resolve()  # the manifest names files relative to the checkout
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     manifest_path = args.out / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
@@ -205,8 +212,10 @@ def main(argv: list[str] | None = None) -> int:
     runs = manifest.setdefault("benchmarks", {})
     for bench in args.benchmarks:
         ds = load_dataset(BENCHMARKS[bench], "mcq", name=bench)
+        if args.n_items is not None and args.n_items < len(ds):
+            ds = ds.subset(np.arange(args.n_items), f"{bench}[:{args.n_items}]")
         entry = runs.setdefault(bench, {"n_items": len(ds), "models": {}})
-        entry.update(command=command, date=time.strftime("%Y-%m-%d %H:%M:%S"))
+        entry.update(command=command, date=time.strftime("%Y-%m-%d %H:%M:%S"), n_items=len(ds))
         emb, emb_s = None, 0.0
         if {"minilm_zeroshot", "minilm_probe"} & set(args.models):
             t = time.perf_counter()
@@ -228,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
             _write(path, ds, scores)
             entry["models"][name] = {
                 "model": model,
-                "file": str(path.relative_to(ROOT)),
+                "file": str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path),
                 "wall_s": round(wall, 2),
                 "embedding_s": round(emb_s, 2) if name != "tfidf_cosine" else 0.0,
             }

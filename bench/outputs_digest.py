@@ -24,6 +24,9 @@ from pathlib import Path
 import pandas as pd
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+#: Three of the README's commands (bag-of-words leakage, SQuAD bias, resampling), digested.
+SMOKE_ARGS = ["--only", "leakage_snli_bow", "bias_squad", "resample_squad",
+              "--out-dir", "runs/digest", "--json", "bench/results/outputs_digest.json"]  # fmt: skip
 
 
 def commands(out: Path) -> dict[str, list[str]]:
@@ -208,6 +211,9 @@ def main() -> None:
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    failed = [name for name, d in results["digest"].items() if isinstance(d, dict) and "exit" in d]
+    if failed:  # digested as {"exit": code}; a comparison would show it, a run says it too
+        sys.exit(f"commands that failed: {', '.join(failed)}")
 
 
 def compare(a: dict, b: dict, path: str = "") -> list[str]:

@@ -13,6 +13,7 @@ the arrays on any machine.
 Usage::
 
     python bench/peco_psc_features.py --out runs/peco-psc-gpu [--data ../shared/data]
+        [--only snli] [--epochs 1] [--n-train 2000]
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ import numpy as np
 from leakage_real import settings  # bench/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parents[1]
+#: CAD original only: 1 epoch on 200 of its training pairs, on the CPU.
+SMOKE_ARGS = ["--only", "cad_original", "--epochs", "1", "--n-train", "200",
+              "--out", "bench/results/peco-psc", "--work", "runs/peco-psc"]  # fmt: skip
 
 
 def main() -> int:
@@ -36,6 +40,10 @@ def main() -> int:
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     ap.add_argument("--only", nargs="+", default=None)
     ap.add_argument("--work", type=Path, default=Path("/tmp/peco-psc"))
+    ap.add_argument("--epochs", type=int, default=None, help="default: SNLI 3, the others 2")
+    ap.add_argument(
+        "--n-train", type=int, default=None, help="fine-tune on a seeded subset of this size"
+    )
     args = ap.parse_args()
 
     from spurious.features import make_featurizer
@@ -47,7 +55,10 @@ def main() -> int:
         if args.only and name not in args.only:
             continue
         train, scored = make()
-        epochs = 3 if name == "snli" else 2
+        if args.n_train is not None and args.n_train < len(train):
+            rows = np.sort(np.random.default_rng(0).choice(len(train), args.n_train, replace=False))
+            train = train.subset(rows, f"{train.name}[{args.n_train}, seed 0]")
+        epochs = args.epochs or (3 if name == "snli" else 2)
         t0 = time.perf_counter()
         res = fine_tune(
             train,

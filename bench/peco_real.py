@@ -27,6 +27,10 @@ Writes ``bench/results/peco_real.json``. Usage::
 
     python bench/peco_real.py [--skip-finetune] [--epochs 2] [--keep-psc]
     python bench/peco_real.py --psc-features runs/peco-psc-gpu
+    python bench/peco_real.py --skip-finetune --only snli_dev cad_original --profile-seeds 0
+
+``--only`` keeps the named whole sets and held-out settings (the JSON then holds those
+only); ``--profile-seeds`` sets the profiles' base seeds (none: no profiles).
 
 ``--keep-psc`` (with ``--skip-finetune``) copies the PSC rows of the previous JSON,
 marked ``"stale": true``, instead of dropping them. ``--psc-features DIR`` reads the PSC
@@ -53,6 +57,8 @@ from spurious.utils.io import atomic_write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
+#: SNLI dev whole and CAD original held out (frozen MiniLM only), profiles at one seed.
+SMOKE_ARGS = ["--skip-finetune", "--only", "snli_dev", "cad_original", "--profile-seeds", "0"]
 KEYS = ("peco_l2", "peco_l2_ci_low", "peco_l2_ci_high", "peco_l2_seed_sd", "peco_l2_baseline",
         "peco_l2_excess", "peco_l2_excess_ci_low", "peco_l2_excess_ci_high", "peco_l2_p_value",
         "peco_kl", "peco_kl_ci_low", "peco_kl_ci_high", "peco_kl_baseline", "peco_kl_excess",
@@ -160,6 +166,19 @@ def main() -> int:
     ap.add_argument("--keep-psc", action="store_true")
     ap.add_argument("--psc-features", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/peco_real.json")
+    ap.add_argument(
+        "--only",
+        nargs="+",
+        default=None,
+        help="these whole sets and held-out settings only (e.g. snli_dev cad_original)",
+    )
+    ap.add_argument(
+        "--profile-seeds",
+        type=int,
+        nargs="*",
+        default=[0, 10, 20],
+        help="base seeds of the profiles on SNLI dev (none: no profiles)",
+    )
     args = ap.parse_args()
     if not DATA.exists():
         print(f"needs {DATA}", file=sys.stderr)
@@ -174,6 +193,8 @@ def main() -> int:
         "mnli_dev_matched": DATA / "mnli/dev_matched.jsonl",
     }
     for name, path in whole.items():
+        if args.only and name not in args.only:
+            continue
         ds = load_dataset(path, "nli")
         row, wall = score(ds, "minilm", run_sweep=name == "snli_dev")
         results["whole"][name] = row
@@ -183,6 +204,8 @@ def main() -> int:
               flush=True)  # fmt: skip
 
     for name, make in held_out_settings().items():
+        if args.only and name not in args.only:
+            continue
         train, scored = make()
         # The CAD tests (400 / 1,600) get the same k, so their scores compare.
         k = 10 if name.startswith("cad") else "auto"
@@ -209,8 +232,11 @@ def main() -> int:
         results["psc_fine_tunes"] = {
             k: {f: v for f, v in m.items() if f != "ids"} for k, m in meta.items()
         }
-    print("profiles on SNLI dev (minilm):", flush=True)
-    results["profiles_snli_dev"] = profiles(load_dataset(whole["snli_dev"], "nli"))
+    if args.profile_seeds:
+        print("profiles on SNLI dev (minilm):", flush=True)
+        results["profiles_snli_dev"] = profiles(
+            load_dataset(whole["snli_dev"], "nli"), args.profile_seeds
+        )
     results["cpu_s"] = round(time.process_time() - t_start, 1)
 
     leak = ROOT / "bench/results/leakage_real.json"

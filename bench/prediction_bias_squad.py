@@ -58,6 +58,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 MODELS = ("electra-base", "bert-base-uncased", "bert-tiny")
 REFERENCE = "bert-base-uncased"
+#: The default run (spaCy heuristics when installed) on the copy's five SQuAD articles.
+SMOKE_ARGS: list[str] = []
 
 
 def _r(x: float | None, k: int = 4) -> float | None:

@@ -31,6 +31,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
+#: The eager step only, 1 warm-up + 3 x 1 timed steps (on the CPU when there is no GPU).
+SMOKE_ARGS = ["--variants", "eager", "--warmup-steps", "1", "--steps", "1"]
 
 
 def main() -> None:
@@ -39,6 +41,9 @@ def main() -> None:
     p.add_argument("--model", default=None)
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "finetune_step.json"))
     p.add_argument("--steps", type=int, default=120)
+    p.add_argument(
+        "--warmup-steps", type=int, default=20, help="untimed steps first (and compilation)"
+    )
     p.add_argument("--width", type=int, default=128)
     p.add_argument("--variants", default="eager,eager_fixed,graphs")
     args = p.parse_args()
@@ -61,7 +66,7 @@ def main() -> None:
     enc = encode(train, "full", tok, 128)
     rng = np.random.default_rng(0)
     order = rng.permutation(len(enc))
-    batches = [order[i : i + 32] for i in range(0, 32 * (args.steps + 20), 32)]
+    batches = [order[i : i + 32] for i in range(0, 32 * (args.steps + args.warmup_steps), 32)]
     out: dict[str, Any] = {
         "command": " ".join(["python", *sys.argv]),
         "device": torch.cuda.get_device_name(0) if dev_name == "cuda" else "cpu",
@@ -114,7 +119,7 @@ def main() -> None:
         model, opt, fwd = build(compile_mode)
         data = prepared(width)
         t0 = time.perf_counter()
-        for b in data[:20]:  # warm-up (and compilation)
+        for b in data[: args.warmup_steps]:  # warm-up (and compilation)
             step(model, opt, fwd, b)
         if dev_name == "cuda":
             torch.cuda.synchronize()
@@ -122,7 +127,7 @@ def main() -> None:
         times = []
         for rep in range(3):
             t0 = time.perf_counter()
-            for b in data[20 : 20 + args.steps]:
+            for b in data[args.warmup_steps : args.warmup_steps + args.steps]:
                 step(model, opt, fwd, b)
             if dev_name == "cuda":
                 torch.cuda.synchronize()
@@ -140,7 +145,7 @@ def main() -> None:
             from torch.profiler import ProfilerActivity, profile
 
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                for b in data[20:60]:
+                for b in data[args.warmup_steps : args.warmup_steps + 40]:
                     step(model, opt, fwd, b)
                 torch.cuda.synchronize()
             events = prof.key_averages()

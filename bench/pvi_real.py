@@ -38,6 +38,8 @@ from spurious.utils.io import atomic_write_json, read_json
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
+#: The train -> eval setting only, both representations (and their agreement).
+SMOKE_ARGS = ["--only", "snli_test_dev"]
 
 
 def settings():

@@ -10,7 +10,7 @@ partial-input leakage (tf-idf probes) and AFLite (tf-idf, m=8, 2 rounds). Measur
 - ``report_cpu_s``: CPU seconds to build it (again) from the run directory;
 - ``chromium``: wall seconds of headless Chromium loading the page and dumping its DOM
   (``--dump-dom``) minus the same for an empty page (start-up), interleaved, median of 5
-  (``load_s``; ``page_s`` and ``blank_s`` are the medians of each);
+  (``--repeats``; ``load_s``; ``page_s`` and ``blank_s`` are the medians of each);
 - ``parquet``: the per-example tables written beside the report.
 
 Writes ``bench/results/report_scale.json`` atomically. Usage::
@@ -45,6 +45,8 @@ ANALYSES = {
     "partial_input": {"features": "tfidf", "n_resamples": 200},
     "aflite": {"features": "tfidf", "n_partitions": 8, "max_rounds": 2},
 }
+#: 500 rows, and 1,000 tiled from them; one Chromium load each (when Chromium is there).
+SMOKE_ARGS = ["--sizes", "500", "1000", "--tile-from", "500", "--repeats", "1"]
 
 
 def chromium() -> str | None:
@@ -103,6 +105,9 @@ def main() -> int:
     ap.add_argument("--runs", type=Path, default=ROOT / "runs" / "report-scale")
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/report_scale.json")
     ap.add_argument(
+        "--repeats", type=int, default=5, help="Chromium loads of each page (and of a blank one)"
+    )
+    ap.add_argument(
         "--reuse", action="store_true", help="re-render run directories that already exist"
     )
     ap.add_argument(
@@ -145,10 +150,12 @@ def main() -> int:
             },
         }
         if browser:
-            row["chromium"] = load_seconds(browser, page, blank)
+            row["chromium"] = load_seconds(browser, page, blank, args.repeats)
         out["sizes"][str(n)] = row
         print(n, row, flush=True)
     out["command"] = "python bench/report_scale.py --sizes " + " ".join(map(str, args.sizes))
+    if args.repeats != 5:
+        out["command"] += f" --repeats {args.repeats}"
     if args.reuse:
         out["command"] += " --reuse"
     if args.tile_from is not None:

@@ -28,6 +28,10 @@ from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "docs" / "img" / "report_first_screen.png"
+SMOKE_SKIP = (
+    "needs headless Chromium (a browser, not a Python package) and writes a PNG screenshot, "
+    "no JSON result"
+)
 
 
 def chromium() -> str:
