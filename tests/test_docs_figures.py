@@ -73,87 +73,38 @@ def _fairness_tau() -> list[tuple[str, str]]:
 
 
 #: (what, result file, path to the value, how the README prints it)
+# fmt: off
 FIGURES: list[tuple[str, str, tuple[Any, ...], str]] = [
-    (
-        "MMLU quick audit, cold",
-        "mcq_audit.json",
-        ("summary", "cold", "median_wall_s"),
-        "takes {:.1f} s wall",
-    ),
-    (
-        "MMLU quick audit, cold CPU",
-        "mcq_audit.json",
-        ("summary", "cold", "median_cpu_s"),
-        "{:.1f} CPU-s with a cold cache",
-    ),
-    (
-        "MMLU quick audit, warm",
-        "mcq_audit.json",
-        ("summary", "warm", "median_wall_s"),
-        "and {:.1f} s warm",
-    ),
-    (
-        "AFLite default run",
-        "aflite_default.json",
-        ("after", "median_wall_s"),
-        "{:.1f} s for the analysis with cached features",
-    ),
-    (
-        "AFLite default, per round",
-        "aflite_default.json",
-        ("after", "median_round_s"),
-        "{:.2f} s per later round",
-    ),
-    (
-        "AFLite default, earlier solver",
-        "aflite_default.json",
-        ("before", "median_round_s"),
-        "against {:.1f} s per round for the earlier solver",
-    ),
-    (
-        "AFLite default, ratio",
-        "aflite_default.json",
-        ("speedup", "per_round_median"),
-        "({:.1f}x per round",
-    ),
-    ("probe, dense", "probe.json", ("cases", "dense_10k_x_1536", "ours_median_s"), "| {:.2f} s vs"),
-    (
-        "probe, dense sklearn",
-        "probe.json",
-        ("cases", "dense_10k_x_1536", "sklearn_median_s"),
-        "s vs {:.2f} s ({:.1f}x; 16 iterations",
-    ),
-    (
-        "probe, sparse",
-        "probe.json",
-        ("cases", "snli_tfidf_sparse", "ours_median_s"),
-        "| {:.2f} s vs",
-    ),
-    (
-        "encoding, SNLI stream",
-        "encode.json",
-        ("workloads", "snli", "variants", "ours auto (bf16)", "sentences_per_s"),
-        "| {:.0f} sentences/s bf16, 1.9x",
-    ),
-    (
-        "encoding, distinct",
-        "encode.json",
-        ("workloads", "unique", "variants", "ours auto (bf16)", "sentences_per_s"),
-        "| {:.0f} sentences/s bf16, 1.3x",
-    ),
-    (
-        "encoding fill, 2,000",
-        "encode_fill.json",
-        ("workloads", "distinct_2000", "by_budget", "1024", "fill"),
-        "| 2,000 of SNLI dev | {:.2f} |",
-    ),
-    (
-        "encoding fill, 19k",
-        "encode_fill.json",
-        ("workloads", "test_dev_hypotheses", "by_budget", "1024", "fill"),
-        "(19,261) | {:.2f} |",
-    ),
+    ("MMLU quick audit, cold", "mcq_audit.json",
+     ("summary", "cold", "median_wall_s"), "takes {:.1f} s wall"),
+    ("MMLU quick audit, cold CPU", "mcq_audit.json",
+     ("summary", "cold", "median_cpu_s"), "{:.1f} CPU-s with a cold cache"),
+    ("MMLU quick audit, warm", "mcq_audit.json",
+     ("summary", "warm", "median_wall_s"), "and {:.1f} s warm"),
+    ("AFLite default run", "aflite_default.json",
+     ("after", "median_wall_s"), "{:.1f} s for the analysis with cached features"),
+    ("AFLite default, per round", "aflite_default.json",
+     ("after", "median_round_s"), "{:.2f} s per later round"),
+    ("AFLite default, earlier solver", "aflite_default.json",
+     ("before", "median_round_s"), "against {:.1f} s per round for the earlier solver"),
+    ("AFLite default, ratio", "aflite_default.json",
+     ("speedup", "per_round_median"), "({:.1f}x per round"),
+    ("probe, dense", "probe.json",
+     ("cases", "dense_10k_x_1536", "ours_median_s"), "| {:.2f} s vs"),
+    ("probe, dense sklearn", "probe.json",
+     ("cases", "dense_10k_x_1536", "sklearn_median_s"), "s vs {:.2f} s ({:.1f}x; 16 iterations"),
+    ("probe, sparse", "probe.json",
+     ("cases", "snli_tfidf_sparse", "ours_median_s"), "| {:.2f} s vs"),
+    ("encoding, SNLI stream", "encode.json",
+     ("workloads", "snli", "variants", "ours auto (bf16)", "sentences_per_s"), "| {:.0f} sentences/s bf16, 1.9x"),
+    ("encoding, distinct", "encode.json",
+     ("workloads", "unique", "variants", "ours auto (bf16)", "sentences_per_s"), "| {:.0f} sentences/s bf16, 1.3x"),
+    ("encoding fill, 2,000", "encode_fill.json",
+     ("workloads", "distinct_2000", "by_budget", "1024", "fill"), "| 2,000 of SNLI dev | {:.2f} |"),
+    ("encoding fill, 19k", "encode_fill.json",
+     ("workloads", "test_dev_hypotheses", "by_budget", "1024", "fill"), "(19,261) | {:.2f} |"),
 ]
+# fmt: on
 
 
 def _expected(name: str, path: tuple[Any, ...], template: str) -> str:
