@@ -135,3 +135,52 @@ def test_the_fairness_taus_are_the_result(adversary, tau):
     assert tau in README.read_text(encoding="utf-8"), (
         f"Kendall tau under {adversary}: README should say {tau!r}"
     )
+
+
+def _amplified_rows() -> list[tuple[str, list[str]]]:
+    """The README's bias-amplified table: anti-biased n, the full model's accuracy, the
+    drop with its interval (points), and its spread over the marking seeds."""
+    table = _result("amplify_snli.json")["table1"]
+    spread = _result("amplify_snli_marking_spread.json")["definitions"]
+
+    def interval(mean: float, lo: float, hi: float) -> str:
+        return f"{100 * mean:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+    rows = []
+    for name, row in table.items():
+        drop = row["drop_biased_minus_random"]
+        over = spread[name]["drop_over_marking_seeds"]
+        rows.append(
+            (
+                name,
+                [
+                    f"| {row['n_test_anti_biased']:,} | {100 * row['full']['mean']:.1f}%",
+                    interval(drop["mean"], drop["ci_low"], drop["ci_high"]),
+                    interval(over["mean"], over["ci_low"], over["ci_high"]),
+                    f"{100 * over['max']:.1f} to {100 * over['min']:.1f}",
+                ],
+            )
+        )
+    return rows
+
+
+@pytest.mark.parametrize(("definition", "texts"), _amplified_rows(), ids=lambda r: str(r)[:30])
+def test_the_amplified_split_table_is_the_result(definition, texts):
+    readme = README.read_text(encoding="utf-8")
+    row = next(
+        line
+        for line in readme.splitlines()
+        if line.startswith(
+            f"| {definition.replace('_', '-').replace('-cartography', ' cartography')} |"
+        )
+    )
+    missing = [t for t in texts if t not in row]
+    assert not missing, f"the README's amplified-split row of {definition} lacks {missing}: {row}"
+
+
+def test_the_fairness_method_page_quotes_the_result():
+    page = " ".join((ROOT / "docs" / "methods" / "fairness.md").read_text(encoding="utf-8").split())
+    kept = _result("fairness_snli.json")["n_selected"]
+    taus = {r["adversary"]: r["kendall_tau"] for r in _result("fairness_snli.json")["ranking"]}
+    assert " / ".join(f"{kept[a]:,.0f}" for a in ADVERSARIES) in page
+    assert " / ".join(f"{taus[a]:+.2f}" for a in ADVERSARIES) in page
