@@ -44,7 +44,7 @@ import spurious
 from spurious import load_dataset
 from spurious.data.synthetic import make_nli_artifacts
 from spurious.provenance import dependency_versions
-from spurious.utils.io import atomic_write_json
+from spurious.utils.io import atomic_write_json, read_json
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -199,6 +199,7 @@ def main() -> int:
         atomic_write_json(out, results)
         return 0
     args.out = args.out or ROOT / "bench/results/debiasing.json"
+    command = "python bench/debiasing_snli.py " + " ".join(sys.argv[1:])
     if "planted" in args.only:
         results["planted"] = planted(args.seeds, args.fast_epochs)
         for m, r in results["planted"]["reliance"].items():
@@ -213,6 +214,11 @@ def main() -> int:
             print(f"snli {row['method']:16s} acc {row['accuracy']:.3f} hard "
                   f"{row['hard_accuracy']:.3f} cost x{row['cost_ratio']:.2f} "
                   f"epochs to best {row['epochs_to_best']}", flush=True)  # fmt: skip
+    # --only re-runs some parts: keep the others' results (and their commands) from the file
+    previous = read_json(args.out) if args.out.exists() else {}
+    kept = {k: previous[k] for k in ("planted", "snli") if k in previous and k not in results}
+    commands = {**previous.get("commands_by_part", {}), **{k: command for k in args.only}}
+    results = {**results, **kept, "commands_by_part": commands}
     results["versions"] = dependency_versions()
     atomic_write_json(args.out, results)
     return 0

@@ -184,3 +184,22 @@ def test_the_fairness_method_page_quotes_the_result():
     taus = {r["adversary"]: r["kendall_tau"] for r in _result("fairness_snli.json")["ranking"]}
     assert " / ".join(f"{kept[a]:,.0f}" for a in ADVERSARIES) in page
     assert " / ".join(f"{taus[a]:+.2f}" for a in ADVERSARIES) in page
+
+
+def _debiasing_rows() -> list[tuple[str, str]]:
+    """The README's fast-path debiasing table: dev and hard accuracy (mean ± sd), overlap bias."""
+    rows = []
+    for r in _result("debiasing.json")["snli"]["table"]:
+        acc = f"{r['accuracy']:.3f} ± {r['accuracy_sd']:.3f}"
+        hard = f"{r['hard_accuracy']:.3f} ± {r['hard_accuracy_sd']:.3f}"
+        rows.append((r["method"], f"| {hard} | {r['bias_overlap_rate']:.3f} |", acc))
+    return rows
+
+
+@pytest.mark.parametrize(
+    ("method", "hard", "acc"), _debiasing_rows(), ids=[r[0] for r in _debiasing_rows()]
+)
+def test_the_debiasing_table_is_the_result(method, hard, acc):
+    readme = README.read_text(encoding="utf-8").splitlines()
+    rows = [line for line in readme if acc in line and hard in line]
+    assert rows, f"no README row has {method}'s {acc} and {hard} (bench/results/debiasing.json)"
