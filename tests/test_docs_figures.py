@@ -3,9 +3,9 @@
 A benchmark re-run rewrites its JSON; the prose that quotes it is edited by hand and
 drifted more than once (the canary table, the encoding rows). Each entry below names a
 result file, the path of one value in it, how the README prints that value, and the test
-checks that the printed text is in the README. Re-running a benchmark whose figures
-change then fails here until the prose follows. The list grows as figures are re-run;
-it does not yet cover every quoted number.
+checks that the printed text is in the README (or the method page named). Re-running a
+benchmark whose figures change then fails here until the prose follows. The list grows
+as figures are re-run; it does not yet cover every quoted number.
 """
 
 from __future__ import annotations
