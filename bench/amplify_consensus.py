@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from amplify_snli import QUICK_RUN
 from spurious.actions.amplify import amplify_run, evaluate_amplified
 from spurious.provenance import dependency_versions
 from spurious.utils.io import atomic_write_json
@@ -57,8 +58,15 @@ def _amplify_command(mark: int, stab: int, quick: bool) -> list[str]:
         return ["bench/amplify_snli.py", "--seeds", "3", "--compare", *seeds]
     run = _run_dir(mark, stab, quick).parent.relative_to(ROOT)
     result = (RESULTS / f"{_name(mark, stab, quick, '_')}.json").relative_to(ROOT)
-    return ["bench/amplify_snli.py", "--quick", "--seeds", "1", "--compare", "--rows", "200",
-            *seeds, "--run-dir", str(run), "--out", str(result)]  # fmt: skip
+    return [
+        "bench/amplify_snli.py",
+        *QUICK_RUN,
+        *seeds,
+        "--run-dir",
+        str(run),
+        "--out",
+        str(result),
+    ]
 
 
 def _marked(run: Path, definition: str) -> set[str]:

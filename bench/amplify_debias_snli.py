@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from amplify_snli import QUICK_RUN
 from spurious.actions.amplify import amplify_run
 from spurious.context import RunContext
 from spurious.models.debias.bias import shallow_bias
@@ -78,8 +79,8 @@ def main() -> int:
     args = ap.parse_args()
     run_dir = ROOT / args.run
     if args.make_run and not (run_dir / "manifest.json").exists():
-        amplify = [sys.executable, str(ROOT / "bench" / "amplify_snli.py"), "--quick"]
-        amplify += ["--seeds", "1", "--compare", "--rows", "200", "--run-dir", str(run_dir.parent)]
+        amplify = [sys.executable, str(ROOT / "bench" / "amplify_snli.py"), *QUICK_RUN]
+        amplify += ["--run-dir", str(run_dir.parent)]
         subprocess.run(amplify, check=True)
     if not (run_dir / "manifest.json").exists():
         print(f"needs {run_dir}: run bench/amplify_snli.py first", file=sys.stderr)

@@ -56,6 +56,9 @@ DATA = ROOT.parent / "shared" / "data" / "snli"
 OUT = ROOT / "runs" / "amplify-snli"
 RESULTS = ROOT / "bench" / "results" / "amplify_snli.json"
 PAPER_DROP = {"cartography": -8.4, "partial_input_cartography": -16.2, "minority": -32.5}
+#: A smoke-sized run (bow, 3 epochs, the first 200 pairs, one seed, no further evaluator);
+#: amplify_consensus.py --quick and amplify_debias_snli.py --make-run start from one.
+QUICK_RUN = ["--quick", "--seeds", "1", "--compare", "--rows", "200"]
 #: Bow features, 3 epochs, 200 pairs, one evaluation seed, no comparison evaluator; the run
 #: and its result go beside, not over, the real run's (runs/amplify-snli-quick, *_quick.json).
 SMOKE_ARGS = [
