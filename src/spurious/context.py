@@ -39,6 +39,7 @@ from spurious.utils.registry import Registry
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
+    from spurious.artifacts.protocol import ArtifactContext
     from spurious.data.dataset import Dataset
     from spurious.data.predictions import PredictionSet
     from spurious.results import Result
@@ -203,11 +204,14 @@ class RunContext:
         provider = ARTIFACTS.get(kind)
         key = self._artifact_key(kind, config)
         if key not in self._memo:
+            # Providers are typed against the protocol (they cannot import this module):
+            # the annotation makes mypy check that the context satisfies it.
+            ctx: ArtifactContext = self
             start = time.perf_counter()
             self._building += 1
             try:
                 with self.meter.span() as used:
-                    self._memo[key] = provider(self, **config)
+                    self._memo[key] = provider(ctx, **config)
             finally:
                 self._building -= 1
             name = f"{kind}:{_describe(config)}"
@@ -268,6 +272,12 @@ class RunContext:
         heuristics by name (e.g. ``{"answer_length": {"aggregate": "mean"}}``).
         """
         return self.artifact("heuristics", names=list(names), params=dict(params or {}))
+
+    def registered_featurizer(self, key: str) -> Any:
+        """The featurizer object :meth:`features` registered under ``key`` (an object a
+        caller passed, under its key), or ``None`` for a plain spec such as ``"tfidf"``
+        that the ``fitted_featurizer`` provider makes itself."""
+        return self._featurizers.get(key)
 
     # -- internals ---------------------------------------------------------------------
     @property

@@ -8,8 +8,10 @@ the datasets' fingerprints (``ctx.artifact(kind, **config)``).
 
 This layer sits above ``models/``, ``features/`` and ``heuristics/`` (whose code takes
 plain arguments: datasets, arrays, a ``progress`` flag) and below the run context and the
-analyses. Providers receive the run context as their first argument but never import it
-(it is a type hint only), so the package graph stays acyclic.
+analyses. Providers receive the run context as their first argument but never import it,
+not even for type checking: they are typed against
+:class:`~spurious.artifacts.protocol.ArtifactContext`, so the package graph stays acyclic
+with type-only imports counted.
 
 The built-in providers are listed here, explicitly, in :data:`BUILTIN`; the run context
 registers them when it is imported, so which kinds exist never depends on which module

@@ -27,7 +27,7 @@ from spurious.models.debias.bias import (
 from spurious.models.debias.calibration import calibration_metrics
 
 if TYPE_CHECKING:
-    from spurious.context import RunContext
+    from spurious.artifacts.protocol import ArtifactContext
     from spurious.data.dataset import Dataset
 
 __all__ = [
@@ -95,7 +95,7 @@ def partial_view(dataset: Dataset) -> str:
     return "hypothesis_only" if "hypothesis" in fields else f"{fields[-1]}_only"
 
 
-def train_heuristic(ctx: RunContext, name: str) -> np.ndarray:
+def train_heuristic(ctx: ArtifactContext, name: str) -> np.ndarray:
     """Values of heuristic ``name`` on the training split (fit on itself)."""
     from spurious.heuristics import compute_heuristics
 
@@ -132,7 +132,7 @@ def heuristic_sample_size(attribute: Any) -> int:
 
 
 def bias_probabilities(
-    ctx: RunContext,
+    ctx: ArtifactContext,
     spec: str,
     *,
     features: Any = "minilm",
@@ -148,7 +148,7 @@ def bias_probabilities(
 
     Parameters
     ----------
-    ctx : RunContext
+    ctx : ArtifactContext
         The run's data; ``ctx.eval`` may be None (no evaluation probabilities).
     spec : str
         ``partial_input`` (an MLP on ``features`` of the partial input ``view``, scored

@@ -21,7 +21,7 @@ from spurious.models.dynamics.probe import FAST_OPTIONS, probe_dynamics
 from spurious.models.dynamics.record import PATHS, TrainingDynamics, load_dynamics
 
 if TYPE_CHECKING:  # pragma: no cover
-    from spurious.context import RunContext
+    from spurious.artifacts.protocol import ArtifactContext
 
 __all__ = ["MC_LEXICAL", "option_feature_spec", "option_view", "training_dynamics"]
 
@@ -34,7 +34,7 @@ _BAG_OF_WORDS = ("bow", "tfidf")
 
 
 def training_dynamics(
-    ctx: RunContext,
+    ctx: ArtifactContext,
     *,
     path: str = "fast",
     view: str = "full",
@@ -57,7 +57,7 @@ def training_dynamics(
 
     Parameters
     ----------
-    ctx : RunContext
+    ctx : ArtifactContext
     path : {"fast", "finetune", "load"}, default="fast"
         ``"fast"``: :func:`probe_dynamics` on ``ctx.features(features, view)`` (the
         matrices are shared with every other analysis of the run); ``"finetune"``:
@@ -240,7 +240,7 @@ def option_feature_spec(features: str) -> str:
 
 
 def _option_dynamics(
-    ctx: RunContext,
+    ctx: ArtifactContext,
     view: str,
     features: str,
     model: str | None,
@@ -311,7 +311,7 @@ def _option_dynamics(
 
 
 def _finetune_dynamics(
-    ctx: RunContext,
+    ctx: ArtifactContext,
     view: str,
     model: str | None,
     epochs: int | None,
@@ -354,7 +354,7 @@ def _finetune_dynamics(
     return out
 
 
-def _check_covers(dyn: TrainingDynamics, ctx: RunContext) -> None:
+def _check_covers(dyn: TrainingDynamics, ctx: ArtifactContext) -> None:
     """Dynamics from outside must describe every example of the run's splits."""
     for split, ds in (("train", ctx.train), ("eval", ctx.eval)):
         if ds is None:

@@ -5,24 +5,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from spurious.context import RunContext
+    from spurious.artifacts.protocol import ArtifactContext
 
 __all__ = ["features", "fitted_featurizer"]
 
 
-def fitted_featurizer(ctx: RunContext, *, featurizer: str, view: str) -> Any:
+def fitted_featurizer(ctx: ArtifactContext, *, featurizer: str, view: str) -> Any:
     """A featurizer fitted on the data for ``view`` (shared by every split's matrix)."""
     from sklearn.base import clone
 
     from spurious.features import PrecomputedFeaturizer, make_featurizer
 
-    feat = ctx._featurizers.get(featurizer) or make_featurizer(featurizer)
+    feat = ctx.registered_featurizer(featurizer) or make_featurizer(featurizer)
     if not (isinstance(feat, PrecomputedFeaturizer) or feat.stateless):
         feat = clone(feat)  # never fit the caller's object
     return feat.fit(ctx.train, view)
 
 
-def features(ctx: RunContext, *, featurizer: str, view: str, split: str) -> Any:
+def features(ctx: ArtifactContext, *, featurizer: str, view: str, split: str) -> Any:
     """The matrix of ``split`` seen through ``view`` (see :meth:`RunContext.features`).
 
     A one-field view of a sentence encoder with pair features is the field's block of
@@ -40,7 +40,7 @@ def features(ctx: RunContext, *, featurizer: str, view: str, split: str) -> Any:
 
 
 def _block_of_pair_view(
-    ctx: RunContext, feat: Any, *, featurizer: str, view: str, split: str
+    ctx: ArtifactContext, feat: Any, *, featurizer: str, view: str, split: str
 ) -> Any:
     """The columns of a built two-field matrix that hold ``view``'s one field, or None."""
     from spurious.features.encoder import EncoderFeaturizer

@@ -9,12 +9,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from spurious.context import RunContext
+    from spurious.artifacts.protocol import ArtifactContext
 
 __all__ = ["finetune_dynamics", "hidden_states", "trained_model"]
 
 
-def trained_model(ctx: RunContext, *, view: str = "full", **config: Any) -> Any:
+def trained_model(ctx: ArtifactContext, *, view: str = "full", **config: Any) -> Any:
     """A model fine-tuned on the data for ``view`` (``config``: FineTuneConfig fields).
 
     A :class:`~spurious.models.finetune.FineTuneResult` (weights, dynamics of the data and
@@ -27,7 +27,7 @@ def trained_model(ctx: RunContext, *, view: str = "full", **config: Any) -> Any:
 
 
 def hidden_states(
-    ctx: RunContext,
+    ctx: ArtifactContext,
     *,
     view: str = "full",
     split: str = "train",
@@ -47,7 +47,7 @@ def hidden_states(
     return ctx.features(featurizer, view, split=split)
 
 
-def finetune_dynamics(ctx: RunContext, *, view: str = "full", **config: Any) -> Any:
+def finetune_dynamics(ctx: ArtifactContext, *, view: str = "full", **config: Any) -> Any:
     """Training dynamics of a fine-tune on ``ctx.train``, for ``ctx.train`` and ``ctx.eval``.
 
     What the ``training_dynamics`` artifact provider calls for ``path="finetune"``:

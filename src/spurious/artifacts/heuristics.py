@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from spurious.context import RunContext
+    from spurious.artifacts.protocol import ArtifactContext
 
 __all__ = ["heuristics"]
 
 
-def heuristics(ctx: RunContext, *, names: list[str], params: dict[str, Any]) -> Any:
+def heuristics(ctx: ArtifactContext, *, names: list[str], params: dict[str, Any]) -> Any:
     """``id`` + one column per heuristic name for ``ctx.target`` (see
     :meth:`RunContext.heuristics`)."""
     from spurious.heuristics import compute_heuristics, get_heuristic

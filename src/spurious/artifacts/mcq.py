@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from spurious.context import RunContext
+    from spurious.artifacts.protocol import ArtifactContext
 
 __all__ = ["fitted_option_featurizer", "option_blocks"]
 
 
-def fitted_option_featurizer(ctx: RunContext, *, features: str, n_components: int) -> Any:
+def fitted_option_featurizer(ctx: ArtifactContext, *, features: str, n_components: int) -> Any:
     """An :class:`~spurious.features.mcq.OptionFeaturizer` fitted on the data (train split)."""
     from spurious.features.mcq import OptionFeaturizer
 
@@ -18,7 +18,7 @@ def fitted_option_featurizer(ctx: RunContext, *, features: str, n_components: in
 
 
 def option_blocks(
-    ctx: RunContext, *, features: str = "minilm", view: str, split: str, n_components: int = 32
+    ctx: ArtifactContext, *, features: str = "minilm", view: str, split: str, n_components: int = 32
 ) -> Any:
     """The :class:`~spurious.features.mcq.OptionBlocks` of ``split`` seen through ``view``.
 

@@ -59,8 +59,8 @@ from spurious.features.mcq import MC_VIEWS
 from spurious.models.conditional_logit import ConditionalLogit
 from spurious.models.partition import PartitionModel
 
-if TYPE_CHECKING:  # the analysis calls this module; no import at run time
-    from spurious.detectors.aflite.detector import AFLite
+if TYPE_CHECKING:  # the protocol the analysis passing itself satisfies
+    from spurious.detectors.aflite.settings import AFLiteSettings
 
 __all__ = [
     "MC_FEATURES",
@@ -147,7 +147,7 @@ def _model_for_width(model: PartitionModel, n_features: int) -> PartitionModel:
     return other
 
 
-def mc_check(af: AFLite, ctx: RunContext) -> None:
+def mc_check(af: AFLiteSettings, ctx: RunContext) -> None:
     """The view, representation, model and baselines make sense for MC items."""
     if af.view not in MC_VIEWS:
         raise ParameterError(
@@ -163,7 +163,7 @@ def mc_check(af: AFLite, ctx: RunContext) -> None:
 
 
 def mc_inputs(
-    af: AFLite, ctx: RunContext, eval_mode: bool
+    af: AFLiteSettings, ctx: RunContext, eval_mode: bool
 ) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any], PartitionModel]:
     """``(X_train, X_eval or None, featurizer config, model family)`` of MC items."""
     if is_array_features(af.features):
@@ -192,7 +192,7 @@ def _blocks(ctx: RunContext, spec: str, view: str, split: str) -> Any:
     )
 
 
-def mc_baseline_specs(af: AFLite) -> tuple[list[tuple[str, str, Any]], str | None]:
+def mc_baseline_specs(af: AFLiteSettings) -> tuple[list[tuple[str, str, Any]], str | None]:
     """``([(key, view name, features or None for the main ones)], why none)`` on MC items.
 
     With the full view, ``baseline_view="auto"`` compares with the choices-only and the
@@ -237,7 +237,7 @@ def mc_baseline_specs(af: AFLite) -> tuple[list[tuple[str, str, Any]], str | Non
 
 
 def mc_predictability_evidence(
-    af: AFLite,
+    af: AFLiteSettings,
     ctx: RunContext,
     X_tr: np.ndarray,
     y: np.ndarray,

@@ -28,8 +28,8 @@ from spurious.detectors.aflite.checkpoint import FilterState, SideState
 from spurious.models.partition import PartitionModel
 from spurious.utils.io import to_jsonable
 
-if TYPE_CHECKING:  # the analysis calls this module; no import at run time
-    from spurious.detectors.aflite.detector import AFLite
+if TYPE_CHECKING:  # the protocol the analysis passing itself satisfies
+    from spurious.detectors.aflite.settings import AFLiteSettings
 
 #: Why filtering stopped, in words (``details["stop_reason_text"]``).
 STOP_TEXT = {
@@ -95,7 +95,7 @@ def report_examples(
 
 
 def filter_output(
-    af: AFLite,
+    af: AFLiteSettings,
     state: FilterState,
     train_scores: pd.DataFrame,
     dataset: Dataset,

@@ -48,14 +48,14 @@ from spurious.models.partition import PartitionModel
 from spurious.utils.io import to_jsonable
 from spurious.utils.progress import step_bar
 
-if TYPE_CHECKING:  # the analysis drives this module; no import at run time
-    from spurious.detectors.aflite.detector import AFLite
+if TYPE_CHECKING:  # the protocol the analysis passing itself satisfies
+    from spurious.detectors.aflite.settings import AFLiteSettings
 
 logger = logging.getLogger(__name__)
 
 
 def run_identity(
-    af: AFLite,
+    af: AFLiteSettings,
     dataset: Dataset,
     eval_dataset: Dataset | None,
     model: PartitionModel,
@@ -79,7 +79,7 @@ def run_identity(
 
 
 def initial_state(
-    af: AFLite, identity: dict[str, Any], n_train: int, n_eval: int | None
+    af: AFLiteSettings, identity: dict[str, Any], n_train: int, n_eval: int | None
 ) -> FilterState:
     """A fresh state, or the one saved in ``af.checkpoint_dir`` when it is this run's."""
     fresh = FilterState(
@@ -122,7 +122,7 @@ def initial_state(
 
 
 def filter_rounds(
-    af: AFLite,
+    af: AFLiteSettings,
     state: FilterState,
     X: Any,
     y: np.ndarray,
@@ -193,7 +193,7 @@ def filter_rounds(
 
 
 def filter_round(
-    af: AFLite,
+    af: AFLiteSettings,
     state: FilterState,
     r: int,
     S: np.ndarray,

@@ -33,11 +33,11 @@ from spurious.features import PrecomputedFeaturizer
 from spurious.results import Headline
 from spurious.views import get_view, standard_views
 
-if TYPE_CHECKING:  # the analysis calls this module; no import at run time
-    from spurious.detectors.aflite.detector import AFLite
+if TYPE_CHECKING:  # the protocol the analysis passing itself satisfies
+    from spurious.detectors.aflite.settings import AFLiteSettings
 
 
-def baseline_specs(af: AFLite, task: Any) -> tuple[list[tuple[str, Any, Any]], str | None]:
+def baseline_specs(af: AFLiteSettings, task: Any) -> tuple[list[tuple[str, Any, Any]], str | None]:
     """``([(key, view, features or None for the main ones)], why none)``.
 
     ``key == "main"``: the main representation is itself a partial input.
@@ -88,7 +88,7 @@ def baseline_specs(af: AFLite, task: Any) -> tuple[list[tuple[str, Any, Any]], s
     return out, None
 
 
-def evidence_bar(af: AFLite, ctx: RunContext, specs: list[Any], real_fit: bool) -> Any:
+def evidence_bar(af: AFLiteSettings, ctx: RunContext, specs: list[Any], real_fit: bool) -> Any:
     """The progress bar of the shuffled-label check: one step per round of partition fits
     (the representation's shuffles, then each baseline's real and shuffled labels)."""
     from spurious.utils.progress import step_bar
@@ -99,7 +99,7 @@ def evidence_bar(af: AFLite, ctx: RunContext, specs: list[Any], real_fit: bool) 
 
 
 def predictability_evidence(
-    af: AFLite,
+    af: AFLiteSettings,
     ctx: RunContext,
     X_tr: Any,
     y: np.ndarray,
@@ -185,7 +185,7 @@ def add_evidence(out: AnalysisOutput, evidence: dict[str, Any] | None) -> None:
     out.details["predictability"] = evidence
 
 
-def aflite_headline(af: AFLite, result: Any) -> Headline:
+def aflite_headline(af: AFLiteSettings, result: Any) -> Headline:
     """Predictability, judged as a shortcut only against a baseline that should not
     suffice (a partial input or a weaker representation) and shuffled labels."""
     m, d = result.metrics, result.details

@@ -38,8 +38,8 @@ from spurious.models.dynamics import (
     permute_gold_within_counts,
 )
 
-if TYPE_CHECKING:  # the analysis calls this module; no import at run time
-    from spurious.detectors.cartography.analysis import Cartography
+if TYPE_CHECKING:  # the protocol the analysis passing itself satisfies
+    from spurious.detectors.cartography.settings import CartographySettings
 
 #: The partial input mapped beside the full one on multiple-choice items.
 MC_PARTIAL_VIEW = "choices_only"
@@ -97,7 +97,7 @@ def above_chance(confidence: Any, chance: Any) -> np.ndarray:
     return (np.asarray(confidence, dtype=float) - c) / (1.0 - c)
 
 
-def option_views(analysis: Cartography) -> tuple[str, str | None]:
+def option_views(analysis: CartographySettings) -> tuple[str, str | None]:
     """``(full, partial)`` views of a multiple-choice map (``partial_view="auto"``:
     ``choices_only``; the same view twice: no partial map)."""
     for name, value in (("view", analysis.view), ("partial_view", analysis.partial_view)):
@@ -110,7 +110,7 @@ def option_views(analysis: Cartography) -> tuple[str, str | None]:
     return analysis.view, None if partial == analysis.view else partial
 
 
-def check_task_features(analysis: Cartography, ctx: RunContext) -> None:
+def check_task_features(analysis: CartographySettings, ctx: RunContext) -> None:
     """The path and features fit the task: option features and no fine-tuning on
     multiple-choice items, and ``"lexical"`` (option cues) only there."""
     if not ctx.train.task.multiple_choice:
@@ -135,7 +135,7 @@ def check_task_features(analysis: Cartography, ctx: RunContext) -> None:
 
 
 def mc_null_spearman(
-    analysis: Cartography,
+    analysis: CartographySettings,
     ctx: RunContext,
     views: tuple[str, str],
     split: str,

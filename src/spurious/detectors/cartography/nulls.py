@@ -27,7 +27,7 @@ from spurious.models.dynamics import (
 if TYPE_CHECKING:  # pragma: no cover
     from spurious.context import RunContext
     from spurious.data.dataset import Dataset
-    from spurious.detectors.cartography.analysis import Cartography
+    from spurious.detectors.cartography.settings import CartographySettings
 
 __all__ = ["null_confidence", "null_spearmans", "permuted_labels"]
 
@@ -89,7 +89,7 @@ def null_confidence(item: tuple[int, str], shared: dict[str, Any]) -> np.ndarray
 
 
 def null_spearmans(
-    analysis: Cartography,
+    analysis: CartographySettings,
     ctx: RunContext,
     views: tuple[str, str],
     split: str,

@@ -16,8 +16,8 @@ from spurious.detectors.cartography.mcq import MC_FAST_PATH_NOTE
 from spurious.detectors.cartography.regions import REGIONS
 from spurious.results import Headline
 
-if TYPE_CHECKING:  # the analysis calls this module; no import at run time
-    from spurious.detectors.cartography.analysis import Cartography
+if TYPE_CHECKING:  # the protocol the analysis passing itself satisfies
+    from spurious.detectors.cartography.settings import CartographySettings
 
 #: Why the fast path's full-input map is a proxy (issue 19 item 12; numbers measured on SNLI
 #: dev: bench/results/finetune.json, agreement_fast_vs_finetune, and README).
@@ -29,7 +29,7 @@ FAST_PATH_NOTE = (
 )
 
 
-def map_notes(analysis: Cartography, ctx: RunContext) -> list[str]:
+def map_notes(analysis: CartographySettings, ctx: RunContext) -> list[str]:
     """What the reader must know about how the map was made (the report shows these)."""
     notes = []
     if analysis.path == "fast" and ctx.train.task.multiple_choice:
@@ -63,7 +63,7 @@ def map_notes(analysis: Cartography, ctx: RunContext) -> list[str]:
 
 
 def cartography_summary(
-    analysis: Cartography,
+    analysis: CartographySettings,
     metrics: dict[str, float],
     n_scored: int,
     split: str,
@@ -83,7 +83,7 @@ def cartography_summary(
     return summary
 
 
-def cartography_headline(analysis: Cartography, result: Any) -> Headline:
+def cartography_headline(analysis: CartographySettings, result: Any) -> Headline:
     """Agreement of the full and partial-input maps beyond permuted labels.
 
     The effect is ``spearman_excess`` (Spearman of the two maps' confidence minus the

@@ -252,7 +252,7 @@ class PartialInput(Detector):
         if isinstance(self.executor, str):
             make_executor(self.executor)
         if self.model == "finetune":
-            self._finetune_config("full")
+            self.finetune_config("full")
 
     def requirements(self) -> Requirements:
         """Fine-tuned models need an evaluation split (one fine-tune per condition, not
@@ -261,7 +261,7 @@ class PartialInput(Detector):
             return Requirements(labels=True, multi_field=True, eval_split=True, trained_model=True)
         return type(self).requires
 
-    def _finetune_config(self, view: str) -> dict[str, Any]:
+    def finetune_config(self, view: str) -> dict[str, Any]:
         """The plain-data FineTuneConfig fields of the ``trained_model`` of ``view``."""
         from spurious.models.finetune import FineTuneConfig
 
@@ -469,7 +469,7 @@ class PartialInput(Detector):
         metrics["n_issues"] = float(flagged.sum())
 
         if trained:
-            representation = {"model": "finetune", **self._finetune_config("full")}
+            representation = {"model": "finetune", **self.finetune_config("full")}
         else:
             representation = make_featurizer(self.features).config()
         return AnalysisOutput(

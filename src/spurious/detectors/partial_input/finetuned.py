@@ -20,14 +20,14 @@ from spurious.context import RunContext
 from spurious.stats.bootstrap import bootstrap_interval
 from spurious.views import View
 
-if TYPE_CHECKING:  # the analysis calls this module; no import at run time
-    from spurious.detectors.partial_input.detector import PartialInput
+if TYPE_CHECKING:  # the protocol the analysis passing itself satisfies
+    from spurious.detectors.partial_input.settings import PartialInputSettings
 
 logger = logging.getLogger(__name__)
 
 
 def fine_tuned_probabilities(
-    analysis: PartialInput, ctx: RunContext, views: list[View]
+    analysis: PartialInputSettings, ctx: RunContext, views: list[View]
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """One fine-tuned model per view (the run's ``trained_model`` artifacts) and its
     class probabilities on the evaluation split."""
@@ -36,7 +36,7 @@ def fine_tuned_probabilities(
     probas: dict[str, np.ndarray] = {}
     trained: dict[str, Any] = {}
     for view in views:
-        res = ctx.artifact("trained_model", view=view.name, **analysis._finetune_config(view.name))
+        res = ctx.artifact("trained_model", view=view.name, **analysis.finetune_config(view.name))
         trained[view.name] = res
         probas[view.name] = predict_proba(
             res.model_dir, ctx.split("eval"), view, progress=ctx.progress
@@ -50,7 +50,7 @@ def fine_tuned_probabilities(
 
 
 def token_relevance_agreement(
-    analysis: PartialInput,
+    analysis: PartialInputSettings,
     ctx: RunContext,
     views: list[View],
     trained: dict[str, Any],
@@ -66,7 +66,7 @@ def token_relevance_agreement(
     n = len(evaluate)
     rows = np.arange(n)
     if analysis.tra_examples is not None and analysis.tra_examples < n:
-        seed = analysis._finetune_config("full")["seed"]
+        seed = analysis.finetune_config("full")["seed"]
         rows = np.sort(np.random.default_rng(seed).choice(n, analysis.tra_examples, replace=False))
     comparable = [
         v
