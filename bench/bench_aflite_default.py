@@ -8,9 +8,10 @@ batched logistic regression, until tau stops it. This script times that run on S
 
 * **after**: ``AFLite(features=X).run(dataset)``, today's defaults;
 * **before**: the same detector with the model family of commit :data:`LEGACY_REV`
-  (``git show``), which builds its pooled start and Hessian preconditioner in every call
-  (every round) and uses torch's default intra-op threads: exactly the old code path
-  (the detector hands a start only to models that offer one).
+  (``git show``: the checkout needs its history, not a shallow clone), which builds its
+  pooled start and Hessian preconditioner in every call (every round) and uses torch's
+  default intra-op threads: exactly the old code path (the detector hands a start only
+  to models that offer one).
 
 Runs are interleaved (after, before, after, before ...); medians are reported. The
 before-runs stop after ``--legacy-rounds`` rounds (its rounds cost about the same from
@@ -103,13 +104,20 @@ def git_checkout() -> Path:
 
 def legacy_model_class() -> type:
     """``BatchedLogisticRegression`` as of :data:`LEGACY_REV`, loaded from git."""
-    source = subprocess.run(
+    shown = subprocess.run(
         ["git", "show", f"{LEGACY_REV}:src/spurious/models/batched.py"],
         cwd=git_checkout(),
-        check=True,
+        check=False,
         capture_output=True,
         text=True,
-    ).stdout
+    )
+    if shown.returncode != 0:  # a shallow clone, or no checkout at all
+        raise SystemExit(
+            f"The 'before' runs load the solver of commit {LEGACY_REV} from git, which this "
+            f"checkout ({git_checkout()}) does not have ({shown.stderr.strip().rstrip('.')}). "
+            "Run `git fetch --unshallow` (or clone without --depth) and try again."
+        )
+    source = shown.stdout
     path = Path(tempfile.mkdtemp()) / "batched_legacy.py"
     path.write_text(source, encoding="utf-8")
     spec = importlib.util.spec_from_file_location("batched_legacy", path)
