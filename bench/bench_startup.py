@@ -36,6 +36,12 @@ COMMANDS = {
 SMOKE_ARGS = ["--repeats", "1"]
 
 
+def _machine() -> dict[str, object]:
+    from spurious.provenance import cpu_model
+
+    return {"cpu": cpu_model(), "cpus": os.cpu_count()}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=7)
@@ -56,6 +62,9 @@ def main() -> int:
         "goal": "--help and analyses < 0.5 s, import < 0.3 s",
         "runs_s": {k: [round(x, 3) for x in v] for k, v in times.items()},
         "load_average_at_end": os.getloadavg(),
+        # Imported after the timed runs (they are fresh processes; this one's imports
+        # do not touch them).
+        "machine": _machine(),
     }
     path = ROOT / "bench" / "results" / "startup.json"
     tmp = path.with_suffix(".json.tmp")
