@@ -3,21 +3,20 @@
 A benchmark re-run rewrites its JSON; the prose that quotes it is edited by hand and
 drifted more than once (the canary table, the encoding rows). Each entry below names a
 result file, the path of one value in it, how the README prints that value, and the test
-checks that the printed text is in the README (or the method page named). Re-running a
-benchmark whose figures change then fails here until the prose follows. The list grows
-as figures are re-run; it does not yet cover every quoted number.
+checks that the printed text is in the README. Re-running a benchmark whose figures
+change then fails here until the prose follows. The list grows as figures are re-run; it
+does not yet cover every quoted number. The method pages (``docs/methods/``) are checked
+the same way in ``test_docs_figures_methods.py``.
 """
 
 from __future__ import annotations
 
-import json
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests._figures import ROOT, normalised, result, value
+
 README = ROOT / "README.md"
 MODELS = (
     "logreg-bow",
@@ -30,35 +29,23 @@ MODELS = (
 ADVERSARIES = ("bow", "tfidf", "minilm", "minilm_ft")
 
 
-@cache
-def _result(name: str) -> Any:
-    return json.loads((ROOT / "bench" / "results" / name).read_text(encoding="utf-8"))
-
-
-def _value(name: str, path: tuple[Any, ...]) -> Any:
-    doc = _result(name)
-    for key in path:
-        doc = doc[key]
-    return doc
-
-
 def _fairness_rows() -> list[tuple[str, str]]:
     """The README's SNLI fairness table, a row per model: 'full | bow | tfidf | ...'."""
     matrix = {
-        (r["model"], r["adversary"]): r["accuracy"] for r in _result("fairness_snli.json")["matrix"]
+        (r["model"], r["adversary"]): r["accuracy"] for r in result("fairness_snli.json")["matrix"]
     }
     rows = []
     for model in MODELS:
         cells = [matrix[(model, a)] for a in ("none", *ADVERSARIES)]
         rows.append((model, " | ".join(f"{c:.3f}" for c in cells) + " |"))
-    kept = _result("fairness_snli.json")["n_selected"]
+    kept = result("fairness_snli.json")["n_selected"]
     rows.append(("kept", "| " + " | ".join(f"{kept[a]:,.0f}" for a in ADVERSARIES) + " |"))
     return rows
 
 
 def _fairness_tau() -> list[tuple[str, str]]:
     out = []
-    for r in _result("fairness_snli.json")["ranking"]:
+    for r in result("fairness_snli.json")["ranking"]:
         text = (
             f"{r['kendall_tau']:+.2f} [{r['kendall_tau_ci_low']:.2f}, "
             f"{r['kendall_tau_ci_high']:.2f}]"
@@ -116,12 +103,12 @@ FIGURES: list[tuple[str, str, tuple[Any, ...], str]] = [
 
 
 def _expected(name: str, path: tuple[Any, ...], template: str) -> str:
-    return template.format(_value(name, path))
+    return template.format(value(name, path))
 
 
 @pytest.mark.parametrize(("what", "name", "path", "template"), FIGURES, ids=[f[0] for f in FIGURES])
 def test_the_readme_quotes_the_result(what, name, path, template):
-    text = " ".join(README.read_text(encoding="utf-8").split())
+    text = normalised(README)
     expected = _expected(name, path, template)
     assert expected in text, f"{what}: README should say {expected!r} (bench/results/{name})"
 
@@ -144,8 +131,8 @@ def test_the_fairness_taus_are_the_result(adversary, tau):
 def _amplified_rows() -> list[tuple[str, list[str]]]:
     """The README's bias-amplified table: anti-biased n, the full model's accuracy, the
     drop with its interval (points), and its spread over the marking seeds."""
-    table = _result("amplify_snli.json")["table1"]
-    spread = _result("amplify_snli_marking_spread.json")["definitions"]
+    table = result("amplify_snli.json")["table1"]
+    spread = result("amplify_snli_marking_spread.json")["definitions"]
 
     def interval(mean: float, lo: float, hi: float) -> str:
         return f"{100 * mean:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
@@ -182,18 +169,10 @@ def test_the_amplified_split_table_is_the_result(definition, texts):
     assert not missing, f"the README's amplified-split row of {definition} lacks {missing}: {row}"
 
 
-def test_the_fairness_method_page_quotes_the_result():
-    page = " ".join((ROOT / "docs" / "methods" / "fairness.md").read_text(encoding="utf-8").split())
-    kept = _result("fairness_snli.json")["n_selected"]
-    taus = {r["adversary"]: r["kendall_tau"] for r in _result("fairness_snli.json")["ranking"]}
-    assert " / ".join(f"{kept[a]:,.0f}" for a in ADVERSARIES) in page
-    assert " / ".join(f"{taus[a]:+.2f}" for a in ADVERSARIES) in page
-
-
 def _debiasing_rows() -> list[tuple[str, str]]:
     """The README's fast-path debiasing table: dev and hard accuracy (mean ± sd), overlap bias."""
     rows = []
-    for r in _result("debiasing.json")["snli"]["table"]:
+    for r in result("debiasing.json")["snli"]["table"]:
         acc = f"{r['accuracy']:.3f} ± {r['accuracy_sd']:.3f}"
         hard = f"{r['hard_accuracy']:.3f} ± {r['hard_accuracy_sd']:.3f}"
         rows.append((r["method"], f"| {hard} | {r['bias_overlap_rate']:.3f} |", acc))
