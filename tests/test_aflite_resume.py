@@ -124,6 +124,16 @@ def test_corrupted_checkpoint_is_detected(full, tmp_path):
         AFLite(**_kw(X, checkpoint_dir=tmp_path)).run(ds)
 
 
+def test_a_checkpoint_without_its_training_side_is_a_clear_error(full, tmp_path):
+    ds, X, _ = full
+    AFLite(**_kw(X, checkpoint_dir=tmp_path, max_rounds=2)).run(ds)
+    state = json.loads((tmp_path / STATE_FILE).read_text())
+    state["files"] = {k: v for k, v in state["files"].items() if not k.startswith("train/")}
+    (tmp_path / STATE_FILE).write_text(json.dumps(state))
+    with pytest.raises(AnalysisError, match="no training-side arrays"):
+        AFLite(**_kw(X, checkpoint_dir=tmp_path)).run(ds)
+
+
 def test_eval_mode_resume_is_identical(tmp_path):
     ds, X = _data(n=500)
     train, ev = ds.subset(np.arange(400)), ds.subset(np.arange(400, 500))

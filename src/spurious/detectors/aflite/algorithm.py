@@ -87,7 +87,7 @@ import importlib.util
 import logging
 import math
 from numbers import Integral
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import scipy.sparse as sp
@@ -145,6 +145,12 @@ def round_rng(entropy: int, round_: int, stream: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(round_, stream)))
 
 
+@overload
+def resolve_size(value: int | float, n: int, name: str) -> int: ...
+@overload
+def resolve_size(value: None, n: int, name: str) -> None: ...
+@overload
+def resolve_size(value: int | float | None, n: int, name: str) -> int | None: ...
 def resolve_size(value: int | float | None, n: int, name: str) -> int | None:
     """An absolute size from an int (as is) or a fraction of ``n`` (rounded, at least 1).
 

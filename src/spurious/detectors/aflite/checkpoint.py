@@ -104,9 +104,9 @@ class FilterState:
     """
 
     entropy: int
+    train: SideState
     rounds_done: int = 0
     stop_reason: str | None = None
-    train: SideState | None = None
     eval: SideState | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
     resumed_from: int | None = None
@@ -223,11 +223,17 @@ def load_checkpoint(directory: str | Path) -> FilterState:
             p_rounds=[load(f"{name}/p/{k}") for k in range(1, n_rounds + 1)],
         )
 
+    train = side("train")
+    if train is None:
+        raise AnalysisError(
+            f"The AFLite checkpoint in {str(directory)!r} has no training-side arrays; delete "
+            "the folder or pass checkpoint_mismatch='restart'."
+        )
     return FilterState(
         entropy=int(meta["entropy"]),
+        train=train,
         rounds_done=int(meta["rounds_done"]),
         stop_reason=meta.get("stop_reason"),
-        train=side("train"),
         eval=side("eval"),
         history=list(meta.get("history", [])),
     )

@@ -25,6 +25,7 @@ from spurious.detectors.aflite.algorithm import (
     round_rng,
 )
 from spurious.detectors.aflite.checkpoint import FilterState, SideState
+from spurious.exceptions import AnalysisError
 from spurious.models.partition import PartitionModel
 from spurious.utils.io import to_jsonable
 
@@ -154,6 +155,8 @@ def filter_output(
             f"in {state.rounds_done} round(s); stop: {details['stop_reason_text']}"
         )
     else:
+        if state.eval is None:  # an evaluation split always gets its side (initial_state)
+            raise AnalysisError("AFLite's state has no evaluation side for the evaluation split.")
         scores = side_scores(state.eval, eval_dataset)
         rr = state.eval.removed_round
         n_eval = len(eval_dataset)
