@@ -10,7 +10,7 @@ I(bin; y) and its permutation p-value (the tables of
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -48,6 +48,7 @@ def bin_feature(x: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
     return bins, edges
 
 
+@dataclass(frozen=True)
 class BinnedAssociation:
     """Out-of-fold binned-classifier accuracy of one feature, with its permutation test.
 
@@ -65,14 +66,27 @@ class BinnedAssociation:
         Permutation p-value of I(bin; y).
     table : numpy.ndarray, shape (n_bins, C)
         Counts of (bin, label) over all rows.
+    edges : numpy.ndarray
+        The bins' inner edges (quantiles of the feature).
+    has_nan_bin : bool
+        Whether missing values form a bin of their own.
     correct : numpy.ndarray of bool
         Per example: the out-of-fold binned prediction is the gold label.
     p_gold : numpy.ndarray
         Per example: p(gold | its bin) estimated on the other folds.
     """
 
-    def __init__(self, **kw: Any) -> None:
-        self.__dict__.update(kw)
+    accuracy: float
+    majority: float
+    effect: float
+    effect_interval: tuple[float, float]
+    mutual_information: float
+    p_value: float
+    table: np.ndarray
+    edges: np.ndarray
+    has_nan_bin: bool
+    correct: np.ndarray
+    p_gold: np.ndarray
 
 
 def _oof(codes_by_fold: np.ndarray, n_folds: int, n_bins: int, n_classes: int) -> np.ndarray:

@@ -44,7 +44,7 @@ def fine_tuned_probabilities(
         logger.info(
             "partial_input: fine-tuned %s model, evaluation accuracy %.3f",
             view.name,
-            float((probas[view.name].argmax(1) == ctx.eval.labels).mean()),
+            float((probas[view.name].argmax(1) == ctx.split("eval").labels).mean()),
         )
     return probas, trained
 
@@ -76,7 +76,7 @@ def token_relevance_agreement(
     if not comparable:
         return {}
     start = time.perf_counter()
-    kw = dict(rows=rows, progress=ctx.progress, mode=analysis.tra_mode)
+    kw: dict[str, Any] = dict(rows=rows, progress=ctx.progress, mode=analysis.tra_mode)
     full = token_relevance(trained[full_view.name].model_dir, evaluate, full_view, **kw)
     out: dict[str, Any] = {
         "n_scored": len(rows),
