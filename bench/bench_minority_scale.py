@@ -277,13 +277,15 @@ def _this_run(results: dict, args: argparse.Namespace) -> list[dict]:
 
 
 def _write(results: dict) -> None:
-    from spurious.provenance import dependency_versions
+    from spurious.provenance import cpu_model, dependency_versions
     from spurious.utils.io import atomic_write_json
 
     results["machine"] = {
+        "cpu": cpu_model(),
         "cpus": os.cpu_count(),
         "platform": platform.platform(),
-        "note": "2 CPU cores shared with other work; clustering runs with 1 BLAS thread",
+        "load_avg_at_write": [round(x, 2) for x in os.getloadavg()],
+        "note": "clustering runs with 1 BLAS thread; other work may share the cores",
     }
     results["versions"] = dependency_versions()
     atomic_write_json(OUT, results)
