@@ -390,12 +390,16 @@ def main() -> int:
     if not DATA.exists():
         print(f"needs {DATA}", file=sys.stderr)
         return 1
-    from spurious.provenance import dependency_versions
+    from spurious.provenance import cpu_model, dependency_versions
     from spurious.utils.io import atomic_write_json
 
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     results["data"] = __doc__.split("\n\n")[1].replace("\n", " ")
-    results["machine"] = {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg()}
+    results["machine"] = {
+        "cpu": cpu_model(),
+        "cpus": os.cpu_count(),
+        "load_avg_at_start": os.getloadavg(),
+    }
     if args.agreement:
         previous = results.get("agreement")
         results["agreement"] = agreement(args.agreement_features, n_resamples=1000)

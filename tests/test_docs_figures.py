@@ -4,9 +4,10 @@ A benchmark re-run rewrites its JSON; the prose that quotes it is edited by hand
 drifted more than once (the canary table, the encoding rows). Each entry below names a
 result file, the path of one value in it, how the README prints that value, and the test
 checks that the printed text is in the README. Re-running a benchmark whose figures
-change then fails here until the prose follows. The list grows as figures are re-run; it
-does not yet cover every quoted number. The method pages (``docs/methods/``) are checked
-the same way in ``test_docs_figures_methods.py``.
+change then fails here until the prose follows. The list grows as figures are re-run; the
+README's other sections are checked in ``test_docs_figures_readme.py`` and
+``test_docs_figures_readme_speed.py``, the method pages (``docs/methods/``) the same way
+in ``test_docs_figures_methods.py``.
 """
 
 from __future__ import annotations
