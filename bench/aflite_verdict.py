@@ -12,7 +12,7 @@ the task has them). Settings:
   counterfactually revised pairs.
 
 Writes ``bench/results/aflite_verdict.json`` atomically (CPU seconds of this process;
-the machine is shared, so wall times are noisy). Usage::
+the machine and its load are recorded: wall times compare only at a similar load). Usage::
 
     OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python bench/aflite_verdict.py [--only sst2 snli] [--n-sst2 10000]
 """
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -29,7 +30,7 @@ import numpy as np
 
 from spurious import load_dataset
 from spurious.detectors import AFLite
-from spurious.provenance import dependency_versions
+from spurious.provenance import cpu_model, dependency_versions
 from spurious.utils.io import atomic_write_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,7 +108,8 @@ def main() -> int:
         + (" --only " + " ".join(args.only) if args.only else "")
         + (f" --max-rows {args.max_rows}" if args.max_rows else "")
     )
-    out["machine"] = "2 shared cores, loaded by other jobs (wall times noisy)"
+    # Measured: wall times only compare between runs at a similar load.
+    out["machine"] = {"cpu": cpu_model(), "cpus": os.cpu_count(), "load_avg": os.getloadavg()}
     out["versions"] = dependency_versions()
     atomic_write_json(args.out, out)
     return 0

@@ -19,6 +19,7 @@ time each part took) and ``bench/results/canary_<setting>.parquet`` (every row).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -26,7 +27,7 @@ from pathlib import Path
 from spurious import load_dataset
 from spurious.analysis import load_analyses
 from spurious.canary import DEFAULT_RATES, run_canary
-from spurious.provenance import dependency_versions
+from spurious.provenance import cpu_model, dependency_versions
 from spurious.utils.io import atomic_path, atomic_write_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +42,7 @@ def settings() -> dict[str, dict]:
     mnli = lambda: load_dataset(DATA / "mnli/dev_matched.jsonl", "nli", name="mnli-dev-m")  # noqa: E731
     sst2 = lambda: load_dataset(DATA / "sst2/dev.tsv", "text", name="sst2-dev")  # noqa: E731
     # The token in the last field gets the full grid of rates; the other plants two rates
-    # (the machine is shared by ~8 processes, so every copy counts).
+    # (every copy costs a full audit of the data set).
     nli = [
         {"kind": "token", "field": "hypothesis"},
         {"kind": "token", "field": "premise", "rates": (0.02, 0.2)},
@@ -122,7 +123,7 @@ def main() -> int:
         type=int,
         default=3,
         help="n_folds of partial_input and pvi (the quick audit uses 5; 3 fits 40%% less "
-        "on this loaded machine)",
+        "on a 2-core machine)",
     )
     args = ap.parse_args()
     if not DATA.exists():
@@ -135,7 +136,7 @@ def main() -> int:
     for name, s in settings().items():
         if args.only and name not in args.only:
             continue
-        t0 = time.perf_counter()
+        t0, load_start = time.perf_counter(), os.getloadavg()
         data = s["data"]()
         result = run_canary(
             data,
@@ -161,8 +162,15 @@ def main() -> int:
             .to_dict("index")
         )
         out["versions"] = dependency_versions()
-        out["command"] = f"python bench/canary_real.py --only {name} --folds {args.folds}"
-        out["machine"] = "2-core CPU shared by ~8 processes (loaded): wall times are noisy"
+        out["command"] = f"python bench/canary_real.py --only {name} --folds {args.folds}" + (
+            f" --analyses {' '.join(args.analyses)}" if args.analyses else ""
+        )
+        # Measured, not described: wall times only compare at a similar load.
+        out["machine"] = {
+            "cpu": cpu_model(),
+            "cpus": os.cpu_count(),
+            "load_avg_1min": [round(load_start[0], 2), round(os.getloadavg()[0], 2)],
+        }
         atomic_write_json(ROOT / f"bench/results/canary_{name}.json", out)
         with atomic_path(ROOT / f"bench/results/canary_{name}.parquet") as tmp:
             result.rows.to_parquet(tmp, index=False)

@@ -21,6 +21,7 @@ Writes ``bench/results/report_scale.json`` atomically. Usage::
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -33,7 +34,7 @@ import pandas as pd
 
 import spurious
 from spurious.data.synthetic import make_nli_artifacts
-from spurious.provenance import dependency_versions
+from spurious.provenance import cpu_model, dependency_versions
 from spurious.report.html import render_report
 from spurious.results import Result
 from spurious.utils.io import atomic_write_json
@@ -164,7 +165,8 @@ def main() -> int:
             f"sizes other than {args.tile_from} repeat that run's per-example tables (ids made "
             "unique); metrics and details are that run's"
         )
-    out["machine"] = "2 shared cores, loaded by other jobs (wall times noisy)"
+    # Measured: wall times only compare between runs at a similar load.
+    out["machine"] = {"cpu": cpu_model(), "cpus": os.cpu_count(), "load_avg": os.getloadavg()}
     out["versions"] = dependency_versions()
     atomic_write_json(args.out, out)
     return 0

@@ -180,6 +180,13 @@ def _aflite() -> tuple[list, list]:
         f"{s['n_flipped_per_seed']} ({_pt(lo)}-{_pt(hi)}% per seed) |"
     )
     rows.append(("circles 0.8: removed rows", "aflite_synthetic.json", [text]))
+    k1 = syn["k1_check"]
+    k20 = next(r for r in syn["per_seed"] if r["seed"] == 0 and r["separation"] == 0.8)
+    text = (
+        f"k=1 took {k1['n_rounds']:,} rounds ({k1['aflite_seconds']:.0f} s, vs "
+        f"{k20['n_rounds']} rounds and {k20['aflite_seconds']:.1f} s with k=20"
+    )
+    phrases.append(("circles: k=1 against k=20", "aflite_synthetic.json", text))
     modes = result("aflite_snli.json")["modes"]
     for mode, split, phi in (("eval", "dev", "dev_af_selected"), ("union", "test", "test_phi")):
         acc = modes[mode]["accuracy"]
@@ -331,6 +338,12 @@ def _fairness() -> tuple[list, list]:
         )
     )
     out.append(("SQuAD: kept", "fairness_squad.json", f"(kept {shares} of"))
+    t, t_sq = snli["runtime_s"], squad["runtime_s"]
+    took = f"The analysis took {t['analysis']:.0f} s and the warm-up fine-tunes {t['warmup_finetunes']:.0f} s"
+    out.append(("SNLI: runtime", "fairness_snli.json", took))
+    out.append(
+        ("SQuAD: re-run's runtime", "fairness_squad.json", f"AMD EPYC: {t_sq['analysis']:.0f} s,")
+    )
     return [], out
 
 

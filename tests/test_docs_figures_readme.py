@@ -196,6 +196,8 @@ def _fairness() -> list[Check]:
         say(name, "SNLI: mean accuracy", f"(mean {m['mean_accuracy/none']:.3f} on full dev; {accs} on the four AF-selected sets)"),
         say(name, "SNLI: agreement", f"({_span(sel, '.3f')} against {_span(first, '.3f')})"),
         say(name, "SNLI: warm-up adversary kept", f"keeps {m['selected_fraction/minilm_ft']:.1%} of dev"),
+        say(name, "SNLI: runtime", f"Runtime: {snli['runtime_s']['analysis']:.0f} s for the analysis and {snli['runtime_s']['warmup_finetunes']:.0f} s for the three warm-up"),
+        say("fairness_squad.json", "SQuAD: re-run's runtime", f"AMD EPYC: {result('fairness_squad.json')['runtime_s']['analysis']:.0f} s, every score"),
     ]
     name, sq = "fairness_squad.json", result("fairness_squad.json")
     q = sq["metrics"]
@@ -261,7 +263,10 @@ def _tra() -> list[Check]:
     name, ft = "finetune.json", result("finetune.json")
     t, views = ft["tra_snli_9842"], ft["agreement_fast_vs_finetune"]["views"]
     rho = {v: views[v]["fast_mlp_10ep"]["eval"]["spearman_confidence"] for v in views}
+    var_dev = {v: views[v]["fast_mlp_10ep"]["eval"]["spearman_variability"] for v in views}
+    var_all = [x[split]["spearman_variability"] for v in views.values() for k, x in v.items() if k.startswith("fast_mlp") for split in ("train", "eval")]
     return [
+        say(name, "variability: dev and everywhere", f"(Spearman {var_dev['full']:+.2f} and {var_dev['hypothesis_only']:+.2f} on dev; {min(var_all):+.2f} to {max(var_all):+.2f} over both splits and 3- or 10-epoch fast maps)"),
         say(name, "mean TRA", f"9-10) {t['tra_mean']:.3f} over all {t['n_scored']:,} pairs ({t['tra_mean_pad_alignment']:.3f} with the paper's literal zero padding; a uniform-relevance reference scores {t['tra_mean_uniform_ssc_reference']:.3f}"),
         say(name, "fast map vs fine-tuned", f"at Spearman {rho['full']:.2f} (full input) and {rho['hypothesis_only']:.2f} (hypothesis only) on dev"),
         say(name, "fast map vs fine-tuned, cartography section", f"agrees with a fine-tuned MiniLM's map at Spearman {rho['full']:.2f} on SNLI dev"),

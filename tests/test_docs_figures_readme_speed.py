@@ -127,12 +127,16 @@ def _report_and_canary() -> list[Check]:
         return f"{s['precision']:.2f} / {recall}{s['recall']:.2f}"
     r3, own, slow = at("snli_shuffled_r3", 0.05), at("snli_own", 0.2), at("snli_slow_n2000", 0.2)
     walls = [result(f"canary_{s}.json")["seconds_wall"] for s in ("snli_shuffled", "mnli_shuffled", "sst2_shuffled", "snli_shuffled_n2000")]
+    per = {a: t["mean"] for a, t in result("canary_snli_shuffled.json")["seconds_per_analysis"].items()}
+    slow_per = {a: t["mean"] for a, t in result("canary_snli_slow_n2000.json")["seconds_per_analysis"].items()}
     return [*out,
         say("canary_snli_shuffled_r3.json", "example level, shuffled background", f"atlas' flags have precision {pr(r3['atlas'], 'recall ')}, pvi's {pr(r3['pvi'])}, partial_input's {pr(r3['partial_input'])} (its flag needs p(gold) >= 0.9); chance precision {r3['atlas']['chance_precision']:.3f}"),
         say("canary_snli_own.json", "example level, own background", f"precision {pr(own['partial_input'], 'recall ')}, pvi's {pr(own['pvi'])}, atlas' {pr(own['atlas'])} (chance {own['atlas']['chance_precision']:.3f})"),
         say("canary_snli_slow_n2000.json", "slow analyses' flags", f"precision {pr(slow['aflite'], 'recall ')} and peco's (in a biased region and labelled with its dominant label) {pr(slow['peco'])}"),
         say("canary_snli_slow_n2000.json", "minority's flags at chance", f"(precision {slow['minority']['precision']:.2f}, chance {slow['minority']['chance_precision']:.3f})"),
-        say("canary_*.json", "re-run wall times", f"{walls[0]:.0f} s, {walls[1]:.0f} s, {walls[2]:.1f} s and {walls[3]:.1f} s (the machine's load"),
+        say("canary_*.json", "re-run wall times", f"grid took {walls[0]:.0f} s wall, MNLI (6 copies) {walls[1]:.0f} s, SST-2 (6 copies) {walls[2]:.1f} s, SNLI n=2000 (6 copies) {walls[3]:.1f} s."),
+        say("canary_snli_shuffled.json", "re-run: seconds per copy", f"partial_input {per['partial_input']:.2f} s, associations {per['associations']:.2f} s, pvi {per['pvi']:.2f} s (reusing partial_input's probabilities), atlas {per['atlas']:.2f} s;"),
+        say("canary_snli_slow_n2000.json", "slow analyses: seconds per copy", "at n = 2,000: " + ", ".join(f"{a} {t:.2f}" for a, t in sorted(slow_per.items(), key=lambda kv: -kv[1])) + " (the first run"),
         say("canary_snli_slow_n2000.json", "slow analyses' wall time", f"`bench/results/canary_snli_slow_n2000.json`, {result('canary_snli_slow_n2000.json')['seconds_wall']:.0f} s wall"),
     ]
 
@@ -219,6 +223,8 @@ def _snli_dev() -> list[Check]:
             out.append(row(name, f"{label}: minority step", "the minority step ", _lo_hi(m), " s over the six runs (median ", _secs(m), ")", None, "the minority step ", _lo_hi(old), " s (median ", _secs(old), ")"))
         else:
             out.append(row(name, f"{label}: minority step", "the minority step ", _secs(m), " s (median of the 8 runs; ", _lo_hi(m), ")", None, "minority ", _secs(old), " s (", _lo_hi(old), ")"))
+            paired = [b / a for a, b in zip(m, old, strict=True)]
+            out.append(row(name, f"{label}: minority ratio", f"the minority step {statistics.median(old) / statistics.median(m):.2f}x (ratio of the medians; the eight paired ratios {min(paired):.2f}-{max(paired):.2f}, median {statistics.median(paired):.2f})"))
     amd_enc = [r["steps"]["artifact:features:featurizer=minilm,view=full,split=train"]["wall_s"] for r in _dev("dev_quick_amd_6e4409d")["cold"]]
     out.append(row(name, "AMD: the encoder, cold", "the encoder ", _secs(amd_enc), " s of the cold runs"))
     files = result(name)["files"]
