@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -35,7 +36,7 @@ from spurious.context import RunContext
 from spurious.data import Dataset
 from spurious.detectors.peco import Peco
 from spurious.features.precomputed import PrecomputedFeaturizer
-from spurious.provenance import dependency_versions
+from spurious.provenance import cpu_model, dependency_versions
 from spurious.utils.io import atomic_write_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,7 +123,8 @@ def main() -> int:
         for name, row in old.items():
             results["settings"].setdefault(name, {**row, "stale": True})
     results["versions"] = dependency_versions()
-    results["machine"] = "2 cores, shared (see README); medians of --repeats runs"
+    results["machine"] = {"cpu": cpu_model(), "cpus": os.cpu_count(), "load_avg": os.getloadavg()}
+    results["timing"] = "medians of --repeats runs"
     atomic_write_json(args.out, results)
     return 0
 

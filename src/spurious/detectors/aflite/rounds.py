@@ -242,7 +242,9 @@ def filter_round(
         "p_hist": p_histogram(p_S),
         "n_excluded_by_groups": int(sum(len(e) for e in pos_excl)),
     }
-    if R is not None and state.eval is not None:  # R: the evaluation side's rows
+    if R is not None:  # R: the evaluation side's rows
+        if state.eval is None:  # initial_state gives an evaluation split its side
+            raise AnalysisError("AFLite's state has no evaluation side for the evaluation rows.")
         p_R = p_all[len(S) :]
         with np.errstate(invalid="ignore"):
             drop = R[p_R >= af.tau] - n_train
