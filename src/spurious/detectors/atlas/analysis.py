@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 from numbers import Integral, Real
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -52,6 +52,18 @@ from spurious.utils.validation import Interval, StrOptions
 MIN_EXAMPLES = 10
 
 __all__ = ["Atlas", "FieldAtlas", "atlas_from_counts", "field_atlas", "token_table"]
+
+
+class _CountOptions(TypedDict):
+    """The keyword arguments of :func:`atlas_from_counts` that one field's real-label and
+    shuffled-label atlases share."""
+
+    field: str
+    p0: str
+    alpha: float
+    correction: str
+    min_count: int
+    pmi_smoothing: float
 
 
 @register_analysis
@@ -253,9 +265,12 @@ class Atlas(Detector):
             texts = ds.texts(field)
             fa, null = self._atlases(texts, field, y, y_null, ds.n_classes)
             if null is not None:
-                metrics[f"{field}_n_flagged_shuffled"] = int(null.flagged.any(axis=1).sum())
-                n_null += metrics[f"{field}_n_flagged_shuffled"]
-            flag_tok = fa.flagged.any(axis=1)
+                n_shuffled = int(null.flagged.any(axis=1).sum())
+                metrics[f"{field}_n_flagged_shuffled"] = n_shuffled
+                n_null += n_shuffled
+            # numpy's stubs type any(axis=1) as scalar or array; on 2-d flags it is an array,
+            # which asarray returns as it is.
+            flag_tok = np.asarray(fa.flagged.any(axis=1))
             n_flag_ex = np.asarray(fa.presence @ flag_tok.astype(np.int64)).ravel()
             scores[f"{field}_n_flagged"] = n_flag_ex.astype(np.int64)
             any_flag |= n_flag_ex > 0
@@ -318,7 +333,7 @@ class Atlas(Detector):
             lowercase=self.lowercase,
             stop_words=self.stop_words,
         )
-        kw = {
+        kw: _CountOptions = {
             "field": field,
             "p0": self.p0,
             "alpha": self.alpha,

@@ -414,16 +414,18 @@ class MinorityExamples(Detector):
 
         scored = evald if evald is not None else train
         split = "eval" if evald is not None else "train"
-        clusters = res.eval_clusters if evald is not None else res.train_clusters
-        anti = res.eval_anti_biased if evald is not None else res.train_anti_biased
+        # run_clusterings was given the evaluation split exactly when there is one.
+        ev = res.evaluation() if evald is not None else None
+        clusters = ev.clusters if ev is not None else res.train_clusters
+        anti = ev.anti_biased if ev is not None else res.train_anti_biased
         scores = example_scores(res, train, evald, clusters, anti, names)
 
         stats = homogeneity_stats(res.counts)
         metrics = self._metrics(res, train, evald, anti, stats)
         rule = res.info["minority_rule"]
         marks = [minority_marks(train, "train", res.train_anti_biased)]
-        if evald is not None:
-            marks.append(minority_marks(evald, "eval", res.eval_anti_biased))
+        if ev is not None:  # ``scored`` is the evaluation split
+            marks.append(minority_marks(scored, "eval", ev.anti_biased))
         if reseeded:
             stability, scores["marked_frequency"] = marking_stability(
                 [r.train_anti_biased for r in (res, *reseeded)],
@@ -440,10 +442,10 @@ class MinorityExamples(Detector):
             metrics["pseudo_label_accuracy"] = float(
                 res.info["deepcluster"]["pseudo_label_accuracy"]
             )
-        if evald is not None:
-            metrics["n_anti_biased_eval"] = float(res.eval_anti_biased.sum())
-            metrics["anti_biased_fraction_eval"] = float(res.eval_anti_biased.mean())
-            metrics["mean_nn_distance"] = float(res.eval_distance.mean())
+        if ev is not None:
+            metrics["n_anti_biased_eval"] = float(ev.anti_biased.sum())
+            metrics["anti_biased_fraction_eval"] = float(ev.anti_biased.mean())
+            metrics["mean_nn_distance"] = float(ev.distance.mean())
         comparison = method_comparison(runs, self.clustering, train.labels, stats, metrics)
 
         details: dict[str, Any] = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -35,10 +35,32 @@ from spurious.models.clustering import (
 )
 from spurious.utils.progress import step_bar, ticking
 
-__all__ = ["METHODS", "MinorityClusters", "find_minority_examples"]
+__all__ = ["METHODS", "EvalAssignment", "MinorityClusters", "find_minority_examples"]
 
 #: Clusterings: one DeepCluster iteration + Ward (paper 002), or plain Ward / k-means.
 METHODS = ("deepcluster", "ward", "kmeans")
+
+
+@dataclass(frozen=True)
+class EvalAssignment:
+    """The evaluation side of a :class:`MinorityClusters`, every array present.
+
+    Attributes
+    ----------
+    clusters : numpy.ndarray of int
+        Cluster of each evaluation example's nearest training example.
+    anti_biased : numpy.ndarray of bool
+        Minority (anti-biased) evaluation examples.
+    neighbor : numpy.ndarray of int
+        Row of that nearest training example.
+    distance : numpy.ndarray of float
+        Distance to it.
+    """
+
+    clusters: np.ndarray
+    anti_biased: np.ndarray
+    neighbor: np.ndarray
+    distance: np.ndarray
 
 
 @dataclass
@@ -79,6 +101,38 @@ class MinorityClusters:
     def majority(self) -> np.ndarray:
         """Majority label id of each cluster (ties: the lower id)."""
         return self.counts.argmax(axis=1)
+
+    def evaluation(self) -> EvalAssignment:
+        """The evaluation side, for a result computed with evaluation examples.
+
+        Returns
+        -------
+        EvalAssignment
+
+        Raises
+        ------
+        ValueError
+            When there were no evaluation examples: :func:`find_minority_examples` sets
+            the four ``eval_*`` arrays together or not at all.
+        """
+        cl, anti = self.eval_clusters, self.eval_anti_biased
+        nb, dist = self.eval_neighbor, self.eval_distance
+        if cl is None or anti is None or nb is None or dist is None:
+            raise ValueError(
+                "this clustering has no evaluation side: find_minority_examples ran "
+                "without X_eval / y_eval"
+            )
+        return EvalAssignment(clusters=cl, anti_biased=anti, neighbor=nb, distance=dist)
+
+
+class _ClusterOptions(TypedDict):
+    """The keyword arguments of :func:`_cluster` that the pseudo-label clustering and the
+    final one share."""
+
+    route: str
+    exact_max_samples: int
+    n_preclusters: int
+    random_state: int | None
 
 
 def _cluster(
@@ -215,7 +269,7 @@ def find_minority_examples(
     limits = threadpool_limits(int(n_threads)) if n_threads is not None else nullcontext()
     # The clock runs through one-call stages (k-means; SciPy's Ward linkage holds the GIL,
     # so its stage shows its name only); the MLPs count rows.
-    common = {
+    common: _ClusterOptions = {
         "route": ward_route,
         "exact_max_samples": exact_max_samples,
         "n_preclusters": n_preclusters,
@@ -396,7 +450,7 @@ def _deepcluster_model(
     epochs: int,
     batch_size: int,
     mlp: dict[str, Any],
-    common: dict[str, Any],
+    common: _ClusterOptions,
     info: dict[str, Any],
     bar: Any,
 ) -> tuple[MLPEmbedding, Any]:

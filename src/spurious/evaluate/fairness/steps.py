@@ -146,6 +146,8 @@ def ranking_entries(
         for m, v in rank_table[a].items():
             metrics[metric_key("rank", m, a)] = v
     ranking = []
+    # Each row's numbers apart from its adversary's name, for the lowest-tau test below.
+    tests: list[dict[str, float]] = []
     for j, a in enumerate(mat.adversaries[1:], start=1):
         boot_ok = mat.boot.shape[0] > 0
         ra = rank_agreement(
@@ -165,9 +167,10 @@ def ranking_entries(
         )  # fmt: skip
         metrics[metric_key("kendall_tau_null_p", a)] = null["p_value"]
         metrics[metric_key("kendall_tau_null_median", a)] = null["null_tau_median"]
-        ranking.append({"adversary": a, **ra, **{f"null_{k}": v for k, v in null.items()}})
-    finite = [r for r in ranking if math.isfinite(r["kendall_tau"])]
-    lowest = min(finite, key=lambda r: r["kendall_tau"]) if finite else None
+        tests.append({**ra, **{f"null_{k}": v for k, v in null.items()}})
+        ranking.append({"adversary": a, **tests[-1]})
+    finite = [t for t in tests if math.isfinite(t["kendall_tau"])]
+    lowest = min(finite, key=lambda t: t["kendall_tau"]) if finite else None
     metrics["min_kendall_tau"] = lowest["kendall_tau"] if lowest else math.nan
     if lowest is not None:
         # The lowest of several taus is tested with a Bonferroni correction.
