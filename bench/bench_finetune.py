@@ -77,14 +77,18 @@ def machine() -> dict[str, Any]:
     import torch
 
     from spurious.features.encoder import cpu_supports_bf16
+    from spurious.provenance import cpu_model
 
     return {
+        "cpu": cpu_model(),
         "python": platform.python_version(),
         "torch": torch.__version__,
         "cpu_threads": torch.get_num_threads(),
         "cpu_native_bf16": cpu_supports_bf16(),
         "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-        "load_average_at_start": os.getloadavg()[0],
+        # Taken when the part's numbers are saved (entries before 2026-11-28 name it
+        # "load_average_at_start", though they were taken at the same point).
+        "load_average_1min_at_save": os.getloadavg()[0],
     }
 
 
