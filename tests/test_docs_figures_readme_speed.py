@@ -264,8 +264,9 @@ def _scale() -> list[Check]:
         return r["user_s"] + r["sys_s"]
     def walls(r: dict, spec: str = ".0f") -> dict[str, str]:
         return {k.split(",")[1] if k.startswith("artifact:training") else k: format(v["wall_s"], spec) for k, v in r["steps"].items()}
-    now, amd, pre = a["runs"]["quick"]["550000"], other["quick_550000_02ec237"], other["quick_550000_b59122c"]
-    w_now, w_amd, w_pre = walls(now), walls(amd), walls(pre)
+    head = a["runs"]["quick"]["550000"]
+    now, amd, pre = other["quick_550000_d6739e6"], other["quick_550000_02ec237"], other["quick_550000_b59122c"]
+    w_head, w_now, w_amd, w_pre = walls(head), walls(now), walls(amd), walls(pre)
     dyn = "view=full"
     old = {k: other[f"quick_550000_{k}"] for k in ("cbef966", "3b311bb", "bb4ad51", "da26dab", "177c38a_run1", "177c38a_run2")}
     peaks = {k: v["steps"] for k, v in (("pre", pre),)}["pre"]
@@ -274,6 +275,7 @@ def _scale() -> list[Check]:
     q = a["runs"]["quick"]
     growth = a["growth_exponent"]["quick"]
     return [
+        row(name, "550k quick, AMD at 7caa946", f"{head['wall_s'] / 60:.1f} min ({head['wall_s']:,.0f} s) wall at 7caa946", None, f"{cpu(head):,.0f} CPU-s, peak {head['peak_rss_gib']:.1f} GiB ({head['tree_peak_rss_gib']:.1f} with the report helper; goal: 30 min, 8 GiB); by step: cartography {w_head['cartography']} s (fast-path dynamics {w_head[dyn]} + {walls(head, '.1f')['view=hypothesis_only']} of it), minority {w_head['minority']}, AFLite {w_head['aflite']}, partial input {w_head['partial_input']}, PECO {w_head['peco']}, PVI {w_head['pvi']}, encoding {walls(head, '.1f')['artifact:features:featurizer=minilm,view=full,split=train']} (texts cached)"),
         row(name, "550k quick, Intel", f"{now['wall_s'] / 60:.1f} min ({now['wall_s']:,.0f} s) wall at d6739e6 on the Intel Xeon of 2026-11-28, {cpu(now):,.0f} CPU-s, peak {now['peak_rss_gib']:.1f} GiB ({now['tree_peak_rss_gib']:.1f} with the report helper)", None,
              f"(fast-path dynamics {w_now[dyn]} vs {w_amd[dyn]} s, cartography {w_now['cartography']} vs {w_amd['cartography']}, AFLite {w_now['aflite']} vs {w_amd['aflite']}, minority {w_now['minority']} vs {w_amd['minority']})"),
         row(name, "550k quick, AMD at 02ec237", f"{amd['wall_s'] / 60:.1f} min ({amd['wall_s']:,.0f} s) wall at 02ec237, {cpu(amd):,.0f} CPU-s", None, f"the page written {amd['report_after_manifest_s']:.1f} s after the manifest; by step: cartography {w_amd['cartography']} s, minority {w_amd['minority']}, AFLite {w_amd['aflite']}, partial input {w_amd['partial_input']}, PECO {w_amd['peco']}, PVI {w_amd['pvi']})",
@@ -287,7 +289,7 @@ def _scale() -> list[Check]:
         row(name, "550k full profile", f"{full['wall_s'] / 60:.1f} min ({full['wall_s']:,.0f} s) wall (goal: 2 h; one run, at 03f9be3), {cpu(full):,.0f} CPU-s; by step: cartography {float(w_full['cartography']):,.0f} s (10 epochs, 5 permuted-label draws per view; its dynamics {w_full[dyn]} + {w_full['view=hypothesis_only']} s), PECO {float(w_full['peco']):,.0f}", None,
              f"minority {w_full['minority']} (DeepCluster", None, f"AFLite {w_full['aflite']} (m=64", None, f"partial input {w_full['partial_input']}, encoding {w_full['artifact:features:featurizer=minilm,view=full,split=train']} | {full['peak_rss_gib']:.1f} GiB (PECO {full['steps']['peco']['peak_rss_gib']:.1f}, minority {full['steps']['minority']['peak_rss_gib']:.1f}, cartography {full['steps']['cartography']['peak_rss_gib']:.1f};", None,
              f"the quick profile on the same data: {old['3b311bb']['wall_s'] / 60:.1f} min, {old['3b311bb']['peak_rss_gib']:.1f} GiB at 3b311bb", None, f"| {full['wall_s'] / old['3b311bb']['wall_s']:.1f}x the quick profile |"),
-        say(name, "550k, full profile, GPU paragraph", f"({pre['wall_s'] / 60:.1f} minutes and {pre['peak_rss_gib']:.1f} GiB on the 2-core CPU machine", None, f"the full profile {full['wall_s'] / 60:.0f} minutes at {full['peak_rss_gib']:.1f} GiB"),
+        say(name, "550k, full profile, GPU paragraph", f"({head['wall_s'] / 60:.1f} minutes and {head['peak_rss_gib']:.1f} GiB on a 2-core AMD EPYC at 7caa946, {pre['wall_s'] / 60:.1f} minutes at b59122c", None, f"the full profile {full['wall_s'] / 60:.0f} minutes at {full['peak_rss_gib']:.1f} GiB"),
         row(name, "size curve", f"10k: {q['10000']['wall_s']:.1f} s wall, {cpu(q['10000']):.0f} CPU-s, {q['10000']['peak_rss_gib']:.2f} GiB ({other['quick_10000_bb4ad51']['wall_s']:.1f} s at bb4ad51); 100k: {q['100000']['wall_s']:.0f} s, {cpu(q['100000']):.0f} CPU-s, {q['100000']['peak_rss_gib']:.2f} GiB ({other['quick_100000_a6c62e6']['wall_s']:.0f} s at a6c62e6); 550k: {pre['wall_s']:,.0f} s, {cpu(pre):,.0f} CPU-s, {pre['peak_rss_gib']:.1f} GiB ({old['cbef966']['wall_s']:,.0f} s at cbef966)", None,
              f"it reads whole audit {growth['total']:.2f}, cartography {growth['cartography']:.2f}, AFLite {growth['aflite']:.2f}, minority {growth['minority']:.2f}, PECO {growth['peco']:.2f})"),
     ]
