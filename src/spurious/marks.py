@@ -40,7 +40,7 @@ import pandas as pd
 
 from spurious.data.dataset import Dataset
 from spurious.exceptions import DataFormatError, ParameterError
-from spurious.results import Result, check_marks
+from spurious.results import Result, validate_marks
 from spurious.utils.io import read_json
 
 __all__ = ["collect_marks", "match_marks", "n_anti_of"]
@@ -76,14 +76,14 @@ def collect_marks(source: Any) -> pd.DataFrame:
     """
     tables = []
     if isinstance(source, pd.DataFrame):
-        t = check_marks(source, "marks")
+        t = validate_marks(source, "marks")
         t["analysis"] = t["definition"]
         tables.append(t)
     else:
         for name, res in _results_of(source).items():
             if res.marks is None or not res.ok:
                 continue
-            t = check_marks(res.marks, name)
+            t = validate_marks(res.marks, name)
             t["analysis"] = name
             tables.append(t)
     if not tables or all(t.empty for t in tables):
@@ -232,8 +232,8 @@ def match_marks(
     target: str | None = None
     if q is None and match_to is not None:
         if match_to == "auto":
-            fixed = [d for d in definitions if not scored[d]]
-            target = fixed[0] if fixed else definitions[0]
+            unscored = [d for d in definitions if not scored[d]]
+            target = unscored[0] if unscored else definitions[0]
         elif match_to not in known:
             raise ParameterError(
                 f"The 'match_to' argument must be 'auto', None or a marked definition "

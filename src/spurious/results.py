@@ -424,6 +424,17 @@ class Result:
 
 
 def check_marks(marks: pd.DataFrame | None, analysis: str) -> pd.DataFrame | None:
+    """:func:`validate_marks`, with ``None`` (an analysis that marks nothing) passed through.
+
+    Examples
+    --------
+    >>> check_marks(None, "demo") is None
+    True
+    """
+    return None if marks is None else validate_marks(marks, analysis)
+
+
+def validate_marks(marks: pd.DataFrame, analysis: str) -> pd.DataFrame:
     """Validate an anti-biased marks table (:data:`MARK_COLUMNS`) and normalise its dtypes.
 
     Raises
@@ -433,13 +444,11 @@ def check_marks(marks: pd.DataFrame | None, analysis: str) -> pd.DataFrame | Non
 
     Examples
     --------
-    >>> t = check_marks(pd.DataFrame({"id": [1], "split": ["eval"], "definition": ["x"],
-    ...                               "anti_biased": [1]}), "demo")
+    >>> t = validate_marks(pd.DataFrame({"id": [1], "split": ["eval"], "definition": ["x"],
+    ...                                  "anti_biased": [1]}), "demo")
     >>> t.dtypes["anti_biased"].name, t["id"].tolist()
     ('bool', ['1'])
     """
-    if marks is None:
-        return None
     missing = [c for c in MARK_COLUMNS if c not in marks.columns]
     if missing:
         raise ValueError(
