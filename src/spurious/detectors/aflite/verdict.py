@@ -139,15 +139,16 @@ def predictability_evidence(
     for key, view, feats in specs:
         bar.set_postfix_str(f"{view.name} input")  # the baseline being fitted
         if key == "main":
-            row = evidence_row(main)
+            numbers = evidence_row(main)
         else:
             X_b = ctx.features(feats if feats is not None else af.features, view.name)
-            row = evidence_row(
+            numbers = evidence_row(
                 predictability_beyond_null(X_b, y[:n], train_idx, excluded, model=af.model,
                                            **common)
             )  # fmt: skip
-        row.update(key=key, view=view.name, description=baseline_words(view, feats))
-        out["baselines"].append(row)
+        # The numbers, then what they were measured on (names, not floats).
+        words = {"key": key, "view": view.name, "description": baseline_words(view, feats)}
+        out["baselines"].append({**numbers, **words})
     lows = [(b["ci_low"] if b["ci_low"] == b["ci_low"] else -np.inf) for b in out["baselines"]]
     out["chosen"] = out["baselines"][int(np.argmax(lows))]["key"] if lows else None
     out["no_baseline_reason"] = why
